@@ -1,0 +1,124 @@
+"""`python -m collectives`: run collectives by hand on a set of namespaces or hosts."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .launch import LaunchError, launch
+from .lb import POLICIES
+from .results import read_jsonl, summary, write_jsonl
+from .runner import ALGORITHMS, DTYPES
+
+SIZE_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def _bytes(text: str) -> int:
+    t = text.strip().lower().removesuffix("ib").removesuffix("b")
+    mult = SIZE_SUFFIX.get(t[-1:], 1)
+    try:
+        value = int(float(t[:-1] if t[-1:] in SIZE_SUFFIX else t) * mult)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a size like 4096, 64K or 8MiB") from None
+    if value < 4:
+        raise click.BadParameter(f"{text!r}: a size is at least one 4-byte element")
+    return value
+
+
+def _split(text: str | None) -> list[str]:
+    return [t for t in (text or "").split(",") if t]
+
+
+@click.group()
+def main() -> None:
+    """Emulated RoCEv2 collectives (see collectives/README.md)."""
+
+
+@main.command()
+@click.option("--ips", help="Comma-separated rank addresses (rank 0 first).")
+@click.option("--topology", type=click.Path(exists=True, dir_okay=False),
+              help="Topology file (controller/topologies): host addresses by rank, and the "
+                   "paths Ethereal balances over.")
+@click.option("--ranks", type=click.IntRange(2), help="With --topology: the first N hosts.")
+@click.option("--netns", "namespaces", help="Comma-separated namespaces, one per rank.")
+@click.option("--collective", type=click.Choice(sorted({c for c, _ in ALGORITHMS})),
+              default="allreduce", show_default=True)
+@click.option("--algo", default="ring", show_default=True,
+              help=f"One of {sorted({a for _, a in ALGORITHMS})} (per collective).")
+@click.option("--size", default="1MiB", show_default=True,
+              help="Bytes per rank (the shard for allgather).")
+@click.option("--dtype", type=click.Choice(sorted(DTYPES)), default="int32", show_default=True)
+@click.option("--policy", type=click.Choice(POLICIES), default="ecmp", show_default=True)
+@click.option("--qps", type=click.IntRange(1, 128), default=1, show_default=True,
+              help="QPs per connection (NCCL_IB_QPS_PER_CONNECTION, even split).")
+@click.option("--reliability", type=click.Choice(["gbn", "sr"]), default="gbn",
+              show_default=True)
+@click.option("--mtu", type=click.Choice(["256", "512", "1024", "2048", "4096"]),
+              default="1024", show_default=True)
+@click.option("--window", type=click.IntRange(1, 4096), default=64, show_default=True)
+@click.option("--rate-gbps", type=click.FloatRange(0), default=0.0,
+              help="Pacing rate per QP (0: unpaced).")
+@click.option("--repeat", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--aggregator", help="NetReduce: the job's aggregator IP.")
+@click.option("--slots", type=click.IntRange(1, 0xFFFF), default=16, show_default=True)
+@click.option("--group", help="Multicast group for --algo multicast.")
+@click.option("--port", type=click.IntRange(1, 65535), default=18515, show_default=True,
+              help="TCP rendezvous port on rank 0.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Append result JSON lines here.")
+def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy, qps, reliability, mtu, window,
+        rate_gbps, repeat, aggregator, slots, group, port, out):
+    """Run one collective on every rank and print the summary table."""
+    ip_list, ns_list = _split(ips), _split(namespaces)
+    if topology and not ip_list:
+        ip_list = _topology_ips(topology, ranks)
+    if len(ip_list) < 2:
+        raise click.BadParameter("need at least two rank addresses", param_hint="--ips")
+    if ns_list and len(ns_list) != len(ip_list):
+        raise click.BadParameter(f"{len(ns_list)} namespaces for {len(ip_list)} addresses",
+                                 param_hint="--netns")
+    if (collective, algo) not in ALGORITHMS:
+        raise click.BadParameter(f"no algorithm {algo!r} for {collective}; choose from "
+                                 f"{sorted(a for c, a in ALGORITHMS if c == collective)}",
+                                 param_hint="--algo")
+    options = {}
+    if algo == "netreduce":
+        if not aggregator:
+            raise click.BadParameter("NetReduce needs --aggregator", param_hint="--aggregator")
+        options = {"aggregator": aggregator, "slots": slots}
+    if algo == "multicast" and group:
+        options = {"group": group}
+    elements = _bytes(size) // 4
+    runs = [{"collective": collective, "algo": algo, "dtype": dtype, "elements": elements,
+             "options": options} for _ in range(repeat)]
+    try:
+        rows = launch(ip_list, runs, namespaces=ns_list or None, policy=policy, qps=qps,
+                      port=port, topology=topology, transport={"reliability": reliability, "mtu": int(mtu),
+                                            "window": window, "rate_gbps": rate_gbps})
+    except LaunchError as exc:
+        raise click.ClickException(str(exc)) from None
+    if out:
+        write_jsonl(rows, out)
+    click.echo(summary(rows))
+    if not all(r["ok"] for r in rows):
+        sys.exit(1)
+
+
+def _topology_ips(path: str, ranks: int | None) -> list[str]:
+    from controller.topology import TopologyError, load
+
+    try:
+        topo = load(path)
+    except (TopologyError, OSError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--topology") from None
+    hosts = sorted(topo.hosts.values(), key=lambda h: h.rank)
+    if ranks and ranks > len(hosts):
+        raise click.BadParameter(f"the topology has {len(hosts)} hosts, not {ranks}",
+                                 param_hint="--ranks")
+    return [h.ip for h in hosts[:ranks or len(hosts)]]
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+def table(path):
+    """Print the summary table of a result JSON-lines file."""
+    click.echo(summary(read_jsonl(path)))

@@ -1,0 +1,117 @@
+"""A communicator: one rank's view of the job (peers, transport, load-balancing policy).
+
+Collectives are written as steps: `exchange` posts every send and receive of one step at
+once (like an NCCL group call) and runs the progress engine until all have completed.
+Messages between two ranks are matched in order: the k-th message rank a sends to rank b is
+the k-th message b receives from a (the RETH rkey carries k)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .lb import Policy, make_policy
+from .rendezvous import DEFAULT_PORT, Rendezvous
+from .transport import Endpoint, SendOp, TransportConfig
+
+
+@dataclass
+class CommConfig:
+    ips: list[str]
+    rank: int
+    transport: TransportConfig
+    policy: str = "ecmp"
+    qps: int = 1
+    seed: int = 0
+    port: int = DEFAULT_PORT
+    timeout: float = 60.0            # one collective step
+    join_timeout: float = 15.0
+    topology: object = None          # controller.topology.Topology, for Ethereal
+    hosts: list[str] | None = None   # host name of every rank in `topology`
+
+    def __post_init__(self) -> None:
+        if len(set(self.ips)) != len(self.ips) or not self.ips:
+            raise ValueError(f"rank addresses must be distinct and non-empty: {self.ips}")
+        if not 0 <= self.rank < len(self.ips):
+            raise ValueError(f"rank {self.rank} is outside 0..{len(self.ips) - 1}")
+
+
+class Communicator:
+    def __init__(self, cfg: CommConfig) -> None:
+        self.cfg = cfg
+        self.rank, self.size = cfg.rank, len(cfg.ips)
+        self.rdv = Rendezvous(cfg.rank, cfg.ips, cfg.port, cfg.join_timeout)
+        cfg.transport.session = self.rdv.connect()
+        self.ep = Endpoint(cfg.rank, cfg.ips, cfg.transport)
+        self.policy: Policy = make_policy(cfg.policy, cfg.rank, qps=cfg.qps, seed=cfg.seed,
+                                          align=cfg.transport.mtu, topology=cfg.topology,
+                                          hosts=cfg.hosts)
+        self._sent = [0] * self.size
+        self._received = [0] * self.size
+        self.groups: set[str] = set()          # multicast groups joined
+        self.counters: dict[object, int] = {}  # per-protocol sequence numbers (tasks, chunks)
+
+    @property
+    def stats(self):
+        return self.ep.stats
+
+    def close(self) -> None:
+        self.ep.close()
+        self.rdv.close()
+
+    def exchange(self, sends: list[tuple[int, np.ndarray]],
+                 recvs: list[tuple[int, int]]) -> list[bytearray]:
+        """Sends each array to its peer and receives `nbytes` from each peer; returns the
+        received buffers in the order of `recvs`. Empty messages are not sent (both sides
+        know the sizes, as in every collective)."""
+        views = {peer: memoryview(np.ascontiguousarray(a)).cast("B") for peer, a in sends
+                 if a.nbytes}
+        if len(views) != len([1 for _, a in sends if a.nbytes]):
+            raise ValueError("at most one message per peer and step")
+        ops = []
+        for peer, pieces in self.policy.plan({p: len(v) for p, v in views.items()}).items():
+            op = SendOp(len(pieces))
+            msg_id = self._sent[peer]
+            self._sent[peer] += 1
+            for piece in pieces:
+                self.ep.sendqp(peer, piece.qp).entropy = piece.entropy
+                self.ep.post_write(peer, piece.qp, msg_id, piece.offset,
+                                   views[peer][piece.offset:piece.offset + piece.nbytes], op)
+            ops.append(op)
+        msgs = []
+        for peer, nbytes in recvs:
+            if nbytes == 0:
+                msgs.append(None)
+                continue
+            key = (peer, self._received[peer])
+            self._received[peer] += 1
+            msg = self.ep.message(*key)
+            msg.post(nbytes)
+            msgs.append((key, msg))
+        self.ep.progress_until(
+            lambda: all(o.done for o in ops) and all(m is None or m[1].complete() for m in msgs),
+            self.cfg.timeout, "a collective step")
+        out = []
+        for m in msgs:
+            if m is None:
+                out.append(bytearray())
+            else:
+                del self.ep.msgs[m[0]]
+                out.append(m[1].buf)
+        return out
+
+    def send_control(self, peer: int, data: bytes) -> SendOp:
+        """A small SEND on QP 0 (tokens, repair requests); completes asynchronously."""
+        op = SendOp(1)
+        self.ep.post_send(peer, 0, data, op)
+        return op
+
+    def poll_control(self, peer: int) -> bytes | None:
+        queue = self.ep.control[peer]
+        return queue.popleft() if queue else None
+
+    def barrier(self) -> None:
+        """Every rank keeps serving its peers' retransmissions until all have arrived."""
+        self.rdv.barrier_start()
+        self.ep.progress_until(lambda: not self.ep.active and self.rdv.barrier_poll(),
+                               self.cfg.timeout, "the barrier")

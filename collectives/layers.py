@@ -1,0 +1,99 @@
+"""Scapy layers for the project's own headers carried inside RoCEv2 (UDP 4791 / BTH).
+
+Byte layouts are documented in p4src/README.md; the P4 definitions live in
+p4src/include/headers.p4 and must stay field-for-field identical to these classes.
+"""
+from scapy.contrib.roce import AETH, BTH
+from scapy.fields import (
+    BitField,
+    ByteField,
+    FieldListField,
+    IntField,
+    ShortField,
+    SignedIntField,
+    XIntField,
+    XLongField,
+)
+from scapy.packet import Packet, bind_layers
+
+# IBTA reserves opcodes 0xC0-0xFF for manufacturer-specific use; the aggregation protocol
+# takes the first one so that ordinary RoCE traffic is never parsed as aggregation.
+AGG_OPCODE = 0xC0
+AGG_VALUES = 32  # int32 values per aggregation packet (K)
+
+AGG_FLAG_RESULT = 0x01  # set by the switch on the aggregated result
+AGG_FLAG_VERSION = 0x02  # which of the slot's two sets (SwitchML's odd/even) the chunk uses
+
+
+class Aggregation(Packet):
+    """NetReduce/SwitchML-style aggregation header, 12 bytes, followed by K int32 values."""
+
+    name = "Aggregation"
+    fields_desc = [
+        ShortField("job_id", 0),
+        ShortField("slot", 0),
+        IntField("chunk_seq", 0),
+        ByteField("worker_id", 0),
+        ByteField("num_workers", 1),
+        ByteField("flags", 0),
+        ByteField("reserved", 0),
+        FieldListField("values", [0] * AGG_VALUES, SignedIntField("", 0),
+                       count_from=lambda pkt: AGG_VALUES),
+    ]
+
+
+REPS_FLAG_ECE = 0x01  # the acknowledged data packet arrived with ECN CE set
+
+
+class EntropyEcho(Packet):
+    """Carried after the AETH of every ACK: the UDP source port (entropy) of the data packet
+    that this ACK acknowledges, and whether that packet was congestion-marked. REPS recycles
+    an entropy only on an unmarked echo."""
+
+    name = "EntropyEcho"
+    fields_desc = [
+        ShortField("entropy", 0),
+        ByteField("flags", 0),
+        BitField("reserved", 0, 8),
+    ]
+
+
+bind_layers(BTH, Aggregation, opcode=AGG_OPCODE)
+bind_layers(AETH, EntropyEcho)
+
+
+class RETH(Packet):
+    """IBTA RDMA Extended Transport Header (16 bytes), after the BTH of the first packet of
+    an RDMA WRITE. The emulated transport puts the byte offset of this part within the
+    message in `va` and the message number of the connection in `rkey`."""
+
+    name = "RETH"
+    fields_desc = [
+        XLongField("va", 0),
+        XIntField("rkey", 0),
+        IntField("dma_len", 0),
+    ]
+
+
+RBCAST_OPCODE = 0xC1  # next manufacturer-specific opcode after the aggregation header
+RBCAST_FLAG_LAST = 0x01  # the root's last chunk of its shard
+
+
+class ReliableBroadcast(Packet):
+    """Multicast Allgather chunk header, 16 bytes, followed by the chunk's data: which task
+    (one Allgather call), which root (source rank), which chunk of how many."""
+
+    name = "ReliableBroadcast"
+    fields_desc = [
+        ShortField("task", 0),
+        ShortField("root", 0),
+        IntField("chunk", 0),
+        IntField("chunks", 0),
+        ByteField("flags", 0),
+        BitField("reserved", 0, 24),
+    ]
+
+
+for _op in (0x06, 0x0A):  # RC RDMA WRITE FIRST / ONLY
+    bind_layers(BTH, RETH, opcode=_op)
+bind_layers(BTH, ReliableBroadcast, opcode=RBCAST_OPCODE)

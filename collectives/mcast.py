@@ -1,0 +1,195 @@
+"""Multicast Allgather (Khalilov et al., SC'24), reliable broadcast over IP multicast.
+
+1. Every rank multicasts its shard once, in MTU-sized chunks with a ReliableBroadcast header
+   (BTH opcode 0xC1, see layers.py), to the group. Two token chains bound injection: ranks
+   [0, h) and [h, N) (h = ceil(N/2)); the first of each starts, and a root passes the token
+   (an RC SEND) to the next rank of its chain when its last chunk is out.
+2. Receivers place chunks by (root, chunk) and keep a per-root bitmap. No NAKs meanwhile.
+3. A root's multicast is over for a receiver when its LAST chunk arrived, a later root of
+   the same chain was heard, or nothing was heard for `idle` seconds.
+4. Repair: a rank asks its ring predecessor (r-1) for the chunks it misses of such a root;
+   the predecessor answers (RC SEND) once it holds that root's shard completely, so repair
+   walks back at most to the root itself. The root never multicasts twice.
+5. A complete rank tells its predecessor, which stays to serve requests until then.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import numpy as np
+
+from . import wire
+from .comm import Communicator
+from .entropy import derived_sport
+
+DEFAULT_GROUP = "239.77.0.1"
+MCAST_QPN = 0xFFFFFF          # IBTA's multicast destination QP
+_TOKEN, _REQUEST, _DATA, _COMPLETE = b"T", b"R", b"D", b"C"
+_CTRL = struct.Struct("!cHH")  # type, task, root
+
+
+class _State:
+    def __init__(self, comm: Communicator, shard: np.ndarray, task: int) -> None:
+        n = comm.size
+        self.comm, self.task = comm, task
+        self.mtu = comm.ep.cfg.mtu
+        self.shard_bytes = shard.nbytes
+        self.chunks = max(1, -(-shard.nbytes // self.mtu))
+        self.out = bytearray(shard.nbytes * n)
+        me = comm.rank
+        self.out[me * shard.nbytes:(me + 1) * shard.nbytes] = shard.tobytes()
+        self.have = np.zeros((n, self.chunks), dtype=bool)
+        self.have[me] = True
+        self.over = [False] * n
+        self.over[me] = True
+        self.heard = [False] * n
+        self.requested = [False] * n
+        self.told = False                 # the predecessor knows this rank is complete
+        self.last_heard = time.monotonic()
+        self.half = (n + 1) // 2
+        self.duplicates = 0
+
+    def chain_of(self, rank: int) -> range:
+        return range(0, self.half) if rank < self.half else range(self.half, self.comm.size)
+
+    def on_packet(self, data: memoryview, _addr, _tos: int, now: float) -> None:
+        task, root, chunk, chunks, flags = wire.RBCAST_HDR.unpack_from(data, 12)
+        if task != self.task or root >= self.comm.size or chunks != self.chunks \
+                or chunk >= chunks:
+            return
+        self.last_heard = now
+        if not self.heard[root]:
+            self.heard[root] = True
+            for earlier in self.chain_of(root):
+                if earlier < root:
+                    self.over[earlier] = True
+        if flags & wire.RBCAST_FLAG_LAST:
+            self.over[root] = True
+        if self.have[root, chunk]:
+            self.duplicates += 1
+            return
+        payload = data[12 + wire.RBCAST_HDR.size:len(data) - 4]
+        self.place(root, chunk, payload)
+
+    def place(self, root: int, chunk: int, payload) -> None:
+        start = root * self.shard_bytes + chunk * self.mtu
+        size = min(self.mtu, self.shard_bytes - chunk * self.mtu)
+        self.out[start:start + size] = payload[:size]
+        self.have[root, chunk] = True
+
+    def complete(self, root: int | None = None) -> bool:
+        return bool(self.have.all() if root is None else self.have[root].all())
+
+
+def _multicast_shard(st: _State, group: bytes, sport: int) -> None:
+    comm = st.comm
+    ep = comm.ep
+    for chunk in range(st.chunks):
+        lo = chunk * st.mtu
+        data = bytes(st.out[comm.rank * st.shard_bytes + lo:
+                            comm.rank * st.shard_bytes + min(lo + st.mtu, st.shard_bytes)])
+        flags = wire.RBCAST_FLAG_LAST if chunk == st.chunks - 1 else 0
+        pad = -len(data) % 4
+        roce = (wire.bth(wire.RBCAST, MCAST_QPN, chunk & wire.PSN_MASK, pad=pad)
+                + wire.RBCAST_HDR.pack(st.task, comm.rank, chunk, st.chunks, flags)
+                + data + bytes(pad))
+        ep.send_frame(group, sport, roce, wire.ECN_ECT0 if ep.cfg.ecn else 0)
+        if chunk % 16 == 15:
+            ep.progress(0)
+
+
+def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFAULT_GROUP,
+                        idle: float = 0.2) -> np.ndarray:
+    n, me = comm.size, comm.rank
+    if n == 1:
+        return shard.copy()
+    if group not in comm.groups:
+        comm.ep.join(group)
+        comm.groups.add(group)
+        comm.barrier()          # every member listens before anyone multicasts
+    task = comm.counters.get("mcast", 0) + 1 & 0xFFFF
+    comm.counters["mcast"] = task
+    st = _State(comm, shard, task)
+    ep = comm.ep
+    ep.handlers[wire.RBCAST] = st.on_packet
+    prv, nxt = (me - 1) % n, (me + 1) % n
+    chain = st.chain_of(me)
+    has_token = me == chain.start
+    sent_shard = False
+    next_done = False
+    pending: list[tuple[int, list[int]]] = []
+    try:
+        deadline = time.monotonic() + comm.cfg.timeout
+        while True:
+            now = time.monotonic()
+            if now > deadline:
+                raise TimeoutError(f"rank {me}: multicast Allgather task {task} incomplete: "
+                                   f"missing roots {[r for r in range(n) if not st.complete(r)]}")
+            if has_token and not sent_shard:
+                _multicast_shard(st, socket.inet_aton(group), derived_sport("mcast", me))
+                sent_shard = True
+                if me + 1 < chain.stop:
+                    comm.send_control(me + 1, _CTRL.pack(_TOKEN, task, me))
+            for peer in (prv, nxt):
+                while (msg := comm.poll_control(peer)) is not None:
+                    kind, mtask, root = _CTRL.unpack_from(msg)
+                    if mtask != task:
+                        raise RuntimeError(f"rank {me}: control message of task {mtask} "
+                                           f"during task {task}")
+                    if kind == _TOKEN:
+                        has_token = True
+                    elif kind == _REQUEST:
+                        pending.append((root, list(np.frombuffer(msg[_CTRL.size:], ">u4"))))
+                    elif kind == _DATA:
+                        _take_repair(st, root, msg[_CTRL.size:])
+                    elif kind == _COMPLETE:
+                        next_done = True
+            silent = now - st.last_heard
+            if silent > idle:
+                # a root never heard may have lost every chunk (or not started): wait longer
+                st.over = [o or h or silent > 4 * idle for o, h in zip(st.over, st.heard,
+                                                                     strict=True)]
+            for root in range(n):
+                if st.over[root] and not st.requested[root] and not st.complete(root):
+                    st.requested[root] = True
+                    missing = np.flatnonzero(~st.have[root]).astype(">u4")
+                    comm.send_control(prv, _CTRL.pack(_REQUEST, task, root) + missing.tobytes())
+            pending = _serve(st, nxt, pending)
+            if st.complete() and not st.told:
+                st.told = True
+                comm.send_control(prv, _CTRL.pack(_COMPLETE, task, me))
+            if st.complete() and next_done and sent_shard and not pending and not ep.active:
+                break
+            ep.progress(0.002)
+    finally:
+        ep.handlers.pop(wire.RBCAST, None)
+    comm.stats.duplicates += st.duplicates
+    return np.frombuffer(st.out, dtype=shard.dtype).copy()
+
+
+def _serve(st: _State, nxt: int, pending: list[tuple[int, list[int]]]):
+    """Answer the successor's repair requests for roots this rank now holds completely."""
+    left = []
+    for root, chunks in pending:
+        if not st.complete(root):
+            left.append((root, chunks))
+            continue
+        body = bytearray(_CTRL.pack(_DATA, st.task, root))
+        for c in chunks:
+            lo = root * st.shard_bytes + int(c) * st.mtu
+            body += struct.pack("!I", int(c)) + \
+                st.out[lo:lo + min(st.mtu, st.shard_bytes - int(c) * st.mtu)]
+        st.comm.send_control(nxt, bytes(body))
+    return left
+
+
+def _take_repair(st: _State, root: int, body: bytes) -> None:
+    pos = 0
+    while pos < len(body):
+        (chunk,) = struct.unpack_from("!I", body, pos)
+        size = min(st.mtu, st.shard_bytes - chunk * st.mtu)
+        if not st.have[root, chunk]:
+            st.place(root, chunk, body[pos + 4:pos + 4 + size])
+        pos += 4 + size

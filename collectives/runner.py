@@ -1,0 +1,131 @@
+"""What one rank process does: join the communicator, run a list of collectives, check each
+result against numpy, and write one JSON line per run (CCT, bytes, retransmissions, ...).
+
+Run as `python -m collectives.runner SPEC.json` (the launcher does this per namespace)."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from . import algorithms, mcast, netreduce
+from .comm import CommConfig, Communicator
+from .results import write_jsonl
+from .transport import TransportConfig
+
+DTYPES = {"int32": np.int32, "float32": np.float32}
+ALGORITHMS = {
+    ("allreduce", "ring"): algorithms.allreduce_ring,
+    ("allreduce", "halving-doubling"): algorithms.allreduce_halving_doubling,
+    ("allreduce", "direct"): algorithms.allreduce_direct,
+    ("reduce-scatter", "ring"): algorithms.reduce_scatter_ring,
+    ("allgather", "ring"): algorithms.allgather_ring,
+    ("alltoall", "direct"): algorithms.alltoall,
+    ("allgather", "multicast"): mcast.allgather_multicast,
+    ("allreduce", "netreduce"): netreduce.allreduce_netreduce,
+}
+
+
+def make_input(seed: int, rank: int, dtype: str, elements: int) -> np.ndarray:
+    """Rank `rank`'s input of a run; int32 spans the whole range so sums wrap around."""
+    rng = np.random.default_rng([seed, rank])
+    if dtype == "int32":
+        return rng.integers(-2**31, 2**31, elements, dtype=np.int64).astype(np.int32)
+    return rng.standard_normal(elements).astype(np.float32)
+
+
+def expected(collective: str, inputs: list[np.ndarray], rank: int) -> np.ndarray:
+    """numpy's answer for rank `rank`."""
+    n = len(inputs)
+    if collective == "allreduce":
+        return np.sum(inputs, axis=0, dtype=inputs[0].dtype)
+    if collective == "reduce-scatter":
+        return np.sum(inputs, axis=0, dtype=inputs[0].dtype)[
+            algorithms.segments(len(inputs[0]), n)[rank]]
+    if collective == "allgather":
+        return np.concatenate(inputs)
+    if collective == "alltoall":
+        return np.concatenate([x[algorithms.segments(len(x), n)[rank]] for x in inputs])
+    raise ValueError(f"unknown collective {collective!r}")
+
+
+def matches(got: np.ndarray, want: np.ndarray) -> bool:
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return False
+    if got.dtype == np.float32:
+        return bool(np.allclose(got, want, rtol=1e-4, atol=1e-4 * len(got) ** 0.5))
+    return bool(np.array_equal(got, want))
+
+
+def topology_hosts(path: str | None, ips: list[str]):
+    """The controller's topology model and the host name of every rank (by its address)."""
+    if not path:
+        return None, None
+    from controller.topology import load
+
+    topo = load(path)
+    return topo, [topo.host_by_ip(ip).name for ip in ips]
+
+
+def run_spec(spec: dict) -> list[dict]:
+    tcfg = TransportConfig(**spec.get("transport", {}))
+    rank = spec["rank"]
+    topo, hosts = topology_hosts(spec.get("topology"), spec["ips"])
+    comm = Communicator(CommConfig(spec["ips"], rank, tcfg, spec.get("policy", "ecmp"),
+                                   spec.get("qps", 1), spec.get("seed", 0),
+                                   spec.get("port", 18515), spec.get("timeout", 60.0),
+                                   spec.get("join_timeout", 15.0), topo, hosts))
+    out_dir = Path(spec["out"]) if spec.get("out") else None
+    rows = []
+    try:
+        for i, run in enumerate(spec["runs"]):
+            rows.append(_one(comm, spec, i, run, out_dir))
+        comm.barrier()
+    finally:
+        comm.close()
+    return rows
+
+
+def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None) -> dict:
+    key = (run["collective"], run["algo"])
+    if key not in ALGORITHMS:
+        raise ValueError(f"no algorithm {run['algo']!r} for {run['collective']!r}; "
+                         f"known: {sorted(ALGORITHMS)}")
+    fn = ALGORITHMS[key]
+    seed = run.get("seed", i)
+    inputs = [make_input(seed, r, run["dtype"], run["elements"]) for r in range(comm.size)]
+    kwargs = run.get("options", {})
+    comm.barrier()
+    before = comm.stats.as_dict()
+    t0, c0 = time.perf_counter(), time.process_time()
+    got = fn(comm, inputs[comm.rank], **kwargs)
+    cct, cpu = time.perf_counter() - t0, time.process_time() - c0
+    after = comm.stats.as_dict()
+    delta = {k: after[k] - before[k] for k in after}
+    if out_dir is not None:
+        np.save(out_dir / f"run{i}_rank{comm.rank}.npy", got)
+    return {"run": i, "collective": run["collective"], "algo": run["algo"],
+            "dtype": run["dtype"], "elements": run["elements"], "ranks": comm.size,
+            "rank": comm.rank, "policy": spec.get("policy", "ecmp"),
+            "reliability": comm.ep.cfg.reliability, "cct_s": cct, "cpu_s": cpu,
+            "ok": matches(got, expected(run["collective"], inputs, comm.rank)),
+            "bytes_injected": delta["bytes_injected"], "packets_sent": delta["packets_sent"],
+            "packets_retransmitted": delta["retransmitted"],
+            "duplicates_received": delta["duplicates"], "timeouts": delta["timeouts"],
+            "naks_received": delta["naks_received"], "cnps_received": delta["cnps_received"],
+            "data_packets": delta["data_packets"],
+            "transport": asdict(comm.ep.cfg) | {"session": None}}
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(Path(argv[0]).read_text())
+    write_jsonl(run_spec(spec), spec["results"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

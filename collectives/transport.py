@@ -1,0 +1,555 @@
+"""RoCEv2 reliable-connection transport emulated over IP: one endpoint per rank.
+
+Sending goes through a raw IP socket (IP_HDRINCL): the transport writes IP (ECT(0) on data),
+UDP (source port = the QP's entropy, possibly per packet) and the ICRC itself. Receiving uses
+one UDP socket on port 4791 with IP_RECVTOS, so the ECN bits of every data packet are known.
+Queue pairs are demultiplexed by the BTH destination QP number:
+    data QPN = 1<<20 | sender rank<<8 | index     (receiver side of the QP)
+    ack  QPN = 2<<20 | receiver rank<<8 | index   (sender side, target of ACK/NAK/CNP)
+Reliability: PSN-ordered delivery with go-back-N (IBTA) or IRN-style selective repeat.
+"""
+from __future__ import annotations
+
+import select
+import socket
+import struct
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import wire
+from .entropy import FixedEntropy
+
+IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
+KIND_DATA, KIND_ACK = 1, 2
+MAX_QPS = 256
+RELIABILITY = ("gbn", "sr")
+
+
+class TransportError(RuntimeError):
+    pass
+
+
+class PeerUnreachable(TransportError):
+    """A peer stopped acknowledging: the retry limit of a QP was exhausted."""
+
+
+@dataclass
+class TransportConfig:
+    mtu: int = 1024                 # RoCE payload bytes per packet (an IBTA MTU)
+    window: int = 64                # packets in flight per QP
+    reliability: str = "gbn"        # "gbn" (go-back-N, RoCE NICs) or "sr" (IRN-style)
+    ack_every: int = 8              # the sender asks for an ACK every this many packets
+    min_rto: float = 0.02           # seconds
+    max_rto: float = 0.4
+    retry_limit: int = 30           # consecutive timeouts of one QP before PeerUnreachable
+    rate_gbps: float = 0.0          # pacing rate per QP; 0 = unpaced until a CNP arrives
+    line_gbps: float = 10.0         # DCQCN start rate when the first CNP arrives unpaced
+    ecn: bool = True                # send data ECT(0) so switches may mark CE
+    dport: int = wire.ROCEV2_PORT
+    initial_psn: int | None = None  # None: derived per QP from the session (exercises wrap)
+    session: int = 0                # chosen at rendezvous; part of every QP's initial PSN
+
+    def __post_init__(self) -> None:
+        if self.reliability not in RELIABILITY:
+            raise ValueError(f"reliability must be one of {RELIABILITY}, not {self.reliability!r}")
+        if self.mtu not in (256, 512, 1024, 2048, 4096):
+            raise ValueError(f"mtu must be an IBTA MTU (256..4096), not {self.mtu}")
+        if not 1 <= self.window <= 4096:
+            raise ValueError(f"window must be 1..4096 packets, not {self.window}")
+        if self.rate_gbps < 0 or self.line_gbps <= 0:
+            raise ValueError("rates must be positive")
+
+
+@dataclass
+class Stats:
+    packets_sent: int = 0
+    bytes_injected: int = 0         # IP bytes handed to the network by this rank
+    data_packets: int = 0
+    retransmitted: int = 0
+    duplicates: int = 0             # data packets received that were already delivered
+    out_of_order: int = 0
+    naks_sent: int = 0
+    naks_received: int = 0
+    timeouts: int = 0
+    acks_sent: int = 0
+    ecn_marked: int = 0
+    cnps_sent: int = 0
+    cnps_received: int = 0
+    bad_packets: int = 0
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Pkt:
+    psn: int
+    op: int
+    extra: bytes                    # RETH on a first WRITE packet
+    payload: memoryview
+    ackreq: bool
+    done: Callable[[], None] | None = None
+    sent_at: float = 0.0
+    sends: int = 0
+
+
+@dataclass
+class SendOp:
+    """One message part (or control message) queued on a QP; `parts` counts down to done."""
+    parts: int
+    done: bool = False
+
+    def part_done(self) -> None:
+        self.parts -= 1
+        self.done = self.parts == 0
+
+
+def initial_psn(cfg: TransportConfig, src: int, dst: int, idx: int) -> int:
+    if cfg.initial_psn is not None:
+        return cfg.initial_psn & wire.PSN_MASK
+    return zlib.crc32(f"{cfg.session}:{src}>{dst}/{idx}".encode()) & wire.PSN_MASK
+
+
+class SendQP:
+    def __init__(self, ep: Endpoint, peer: int, idx: int) -> None:
+        self.ep, self.peer, self.idx = ep, peer, idx
+        self.dqpn = KIND_DATA << 20 | ep.rank << 8 | idx
+        self.dst = socket.inet_aton(ep.peers[peer])
+        self.next_psn = initial_psn(ep.cfg, ep.rank, peer, idx)
+        self.entropy = FixedEntropy(wire.SPORT_MIN)
+        self.queue: deque[list] = deque()   # [write?, data, bytes segmented, op, msg id, offset]
+        self.inflight: deque[_Pkt] = deque()
+        self.resend = 0                          # index into inflight of the next to (re)send
+        self.rto = ep.cfg.min_rto
+        self.srtt = 0.0
+        self.backoff = self.retries = 0
+        self.count = 0
+        self.rate = ep.cfg.rate_gbps * 1e9 / 8 if ep.cfg.rate_gbps else 0.0
+        self.target_rate = self.rate
+        self.alpha = 1.0
+        self.last_cnp = 0.0
+        self.next_tx = 0.0
+        self.sr_retx: dict[int, float] = {}
+
+    # ---- queueing -----------------------------------------------------------------------
+    def post(self, write: bool, data: memoryview, op: SendOp, msg_id: int = 0, offset: int = 0):
+        self.queue.append([write, data, 0, op, msg_id, offset])
+
+    def _segment(self) -> _Pkt | None:
+        if not self.queue:
+            return None
+        item = self.queue[0]
+        write, data, pos, op, msg_id, offset = item
+        mtu = self.ep.cfg.mtu
+        n = len(data)
+        end = min(pos + mtu, n)
+        first, last = pos == 0, end >= n
+        if write:
+            kind = (wire.WRITE_ONLY if last else wire.WRITE_FIRST) if first else \
+                (wire.WRITE_LAST if last else wire.WRITE_MIDDLE)
+            extra = wire.reth(offset, msg_id, n) if first else b""
+        else:
+            kind = (wire.SEND_ONLY if last else wire.SEND_FIRST) if first else \
+                (wire.SEND_LAST if last else wire.SEND_MIDDLE)
+            extra = b""
+        self.count += 1
+        ackreq = last or self.count % self.ep.cfg.ack_every == 0 or \
+            len(self.inflight) + 1 >= self.ep.cfg.window
+        pkt = _Pkt(self.next_psn, kind, extra, data[pos:end], ackreq,
+                   op.part_done if last else None)
+        self.next_psn = wire.psn_add(self.next_psn, 1)
+        if last:
+            self.queue.popleft()
+        else:
+            item[2] = end
+        return pkt
+
+    def busy(self) -> bool:
+        return bool(self.queue or self.inflight)
+
+    # ---- transmission -------------------------------------------------------------------
+    def pump(self, now: float, budget: int) -> int:
+        sent = 0
+        cfg = self.ep.cfg
+        while sent < budget:
+            if self.rate and now < self.next_tx:
+                break
+            if self.resend < len(self.inflight):
+                pkt = self.inflight[self.resend]
+                self.resend += 1
+            elif len(self.inflight) < cfg.window:
+                pkt = self._segment()
+                if pkt is None:
+                    break
+                self.inflight.append(pkt)
+                self.resend = len(self.inflight)
+            else:
+                break
+            self._transmit(pkt, now)
+            sent += 1
+        return sent
+
+    def _transmit(self, pkt: _Pkt, now: float) -> None:
+        retx = pkt.sends > 0
+        pad = -len(pkt.payload) % 4
+        roce = b"".join((wire.bth(pkt.op, self.dqpn, pkt.psn, ackreq=pkt.ackreq or retx,
+                                  pad=pad), pkt.extra, pkt.payload, bytes(pad)))
+        size = self.ep.send_frame(self.dst, self.entropy.next(), roce,
+                                  wire.ECN_ECT0 if self.ep.cfg.ecn else 0)
+        st = self.ep.stats
+        st.data_packets += 1
+        if retx:
+            st.retransmitted += 1
+        pkt.sends += 1
+        pkt.sent_at = now
+        if self.rate:
+            # a token bucket of 16 packets: the progress loop wakes up coarsely
+            gap = size / self.rate
+            self.next_tx = max(self.next_tx, now - 16 * gap) + gap
+
+    # ---- feedback -----------------------------------------------------------------------
+    def on_ack(self, psn: int, syndrome: int, entropy: int, flags: int, now: float) -> None:
+        self.entropy.on_ack(entropy, bool(flags & wire.ECHO_ECE))
+        nak = syndrome & 0xE0 == wire.AETH_NAK_PSN
+        # An ACK covers psn itself; a NAK names the first missing PSN, covering those before.
+        covered = psn if not nak else wire.psn_add(psn, -1)
+        if self.inflight:
+            n = wire.psn_diff(covered, self.inflight[0].psn) + 1
+            if 0 < n <= len(self.inflight):
+                last = self.inflight[n - 1]
+                if last.sends == 1:
+                    sample = now - last.sent_at
+                    self.srtt = sample if not self.srtt else 0.875 * self.srtt + 0.125 * sample
+                    self.rto = min(max(self.ep.cfg.min_rto, 4 * self.srtt), self.ep.cfg.max_rto)
+                for _ in range(n):
+                    p = self.inflight.popleft()
+                    self.sr_retx.pop(p.psn, None)
+                    if p.done:
+                        p.done()
+                self.resend = max(0, self.resend - n)
+                self.backoff = self.retries = 0
+        if nak:
+            self.ep.stats.naks_received += 1
+            if not self.inflight or self.inflight[0].psn != psn:
+                return
+            if self.ep.cfg.reliability == "gbn":
+                self.resend = 0
+            else:
+                self._retransmit_first(now, self.rto / 2)
+
+    def _retransmit_first(self, now: float, holdoff: float) -> None:
+        """Selective repeat: resend only the first unacknowledged packet, at most once per
+        `holdoff` (every out-of-order arrival repeats the same NAK)."""
+        pkt = self.inflight[0]
+        if now - self.sr_retx.get(pkt.psn, -1.0) >= holdoff:
+            self.sr_retx[pkt.psn] = now
+            self._transmit(pkt, now)
+
+    def on_cnp(self, now: float) -> None:
+        """DCQCN reaction point, simplified: cut the rate by alpha/2 on every CNP."""
+        self.ep.stats.cnps_received += 1
+        if not self.rate:
+            self.rate = self.ep.cfg.line_gbps * 1e9 / 8
+        self.target_rate = self.rate
+        self.alpha = 0.9375 * self.alpha + 0.0625
+        self.rate = max(self.rate * (1 - self.alpha / 2), 1e6)
+        self.last_cnp = now
+
+    def on_timer(self, now: float) -> None:
+        if self.rate and self.last_cnp and now - self.last_cnp > 0.001:
+            # recovery towards the rate before the last cut; unpaced again once reached
+            self.rate = (self.rate + self.target_rate) / 2
+            self.alpha *= 0.9375
+            self.last_cnp = now
+            if not self.ep.cfg.rate_gbps and self.rate >= 0.99 * self.target_rate:
+                self.rate = 0.0
+                self.last_cnp = 0.0
+        if not self.inflight or self.resend == 0 and self.ep.cfg.reliability == "gbn":
+            return
+        first = self.inflight[0]
+        if now - first.sent_at < self.rto * (1 << self.backoff):
+            return
+        self.ep.stats.timeouts += 1
+        self.retries += 1
+        if self.retries > self.ep.cfg.retry_limit:
+            raise PeerUnreachable(
+                f"rank {self.ep.rank}: rank {self.peer} ({self.ep.peers[self.peer]}) did not "
+                f"acknowledge PSN {first.psn} on QP {self.idx} after {self.retries - 1} retries")
+        self.backoff = min(self.retries, 4)
+        self.entropy.on_timeout(self.entropy.sport)
+        if self.ep.cfg.reliability == "gbn":
+            self.resend = 0
+        else:
+            self._retransmit_first(now, 0.0)
+
+
+class RecvQP:
+    def __init__(self, ep: Endpoint, peer: int, idx: int) -> None:
+        self.ep, self.peer, self.idx = ep, peer, idx
+        self.ack_qpn = KIND_ACK << 20 | ep.rank << 8 | idx
+        self.dst = socket.inet_aton(ep.peers[peer])
+        self.expected = initial_psn(ep.cfg, peer, ep.rank, idx)
+        self.nak_sent = False
+        self.ooo: dict[int, tuple] = {}
+        self.msn = 0
+        self.part: list[int] | None = None       # [msg_id, offset] of the WRITE in progress
+        self.send_buf = bytearray()
+        self.last_cnp = float("-inf")
+
+    def on_data(self, op: int, psn: int, ackreq: bool, body: memoryview, sport: int,
+                ce: bool, now: float) -> None:
+        st = self.ep.stats
+        if ce:
+            st.ecn_marked += 1
+            if now - self.last_cnp > 50e-6:
+                self.last_cnp = now
+                self.ep.send_cnp(self.dst, self.ack_qpn)
+        echo = (sport, wire.ECHO_ECE if ce else 0)
+        d = wire.psn_diff(psn, self.expected)
+        if d < 0:
+            st.duplicates += 1
+            if ackreq:
+                self._ack(wire.AETH_ACK, wire.psn_add(self.expected, -1), echo)
+            return
+        sr = self.ep.cfg.reliability == "sr"
+        if d > 0:
+            st.out_of_order += 1
+            if sr:
+                if psn in self.ooo:
+                    st.duplicates += 1
+                elif d < 4 * self.ep.cfg.window:
+                    self.ooo[psn] = (op, bytes(body))
+                self._ack(wire.AETH_NAK_PSN, self.expected, echo)
+            elif not self.nak_sent:
+                self.nak_sent = True
+                self._ack(wire.AETH_NAK_PSN, self.expected, echo)
+            return
+        self.nak_sent = False
+        self._deliver(op, body)
+        self.expected = wire.psn_add(self.expected, 1)
+        while self.ooo:
+            nxt = self.ooo.pop(self.expected, None)
+            if nxt is None:
+                break
+            self._deliver(nxt[0], memoryview(nxt[1]))
+            self.expected = wire.psn_add(self.expected, 1)
+            ackreq = True
+        if sr and self.ooo:
+            self._ack(wire.AETH_NAK_PSN, self.expected, echo)
+        elif ackreq:
+            self._ack(wire.AETH_ACK, wire.psn_add(self.expected, -1), echo)
+
+    def _ack(self, syndrome: int, psn: int, echo: tuple[int, int]) -> None:
+        st = self.ep.stats
+        st.acks_sent += 1
+        if syndrome != wire.AETH_ACK:
+            st.naks_sent += 1
+        roce = wire.bth(wire.ACKNOWLEDGE, self.ack_qpn, psn) + \
+            wire.aeth_echo(syndrome, self.msn, echo[0], echo[1])
+        self.ep.send_frame(self.dst, wire.ack_sport(self.ack_qpn), roce, 0)
+
+    def _deliver(self, op: int, body: memoryview) -> None:
+        if op in wire.WRITE_OPS:
+            if op in (wire.WRITE_FIRST, wire.WRITE_ONLY):
+                _va, rkey, _len = wire.RETH_HDR.unpack_from(body)
+                body = body[16:]
+                self.part = [rkey, _va]
+            if self.part is None:
+                raise wire.WireError("RDMA WRITE MIDDLE/LAST without a preceding FIRST")
+            self.ep.place(self.peer, self.part[0], self.part[1], body)
+            self.part[1] += len(body)
+            if op in wire.LAST_OPS:
+                self.part = None
+                self.msn += 1
+        else:
+            self.send_buf += body
+            if op in wire.LAST_OPS:
+                self.ep.control[self.peer].append(bytes(self.send_buf))
+                self.send_buf.clear()
+                self.msn += 1
+
+
+class Message:
+    """A message being received: written in place once its buffer is posted."""
+
+    def __init__(self) -> None:
+        self.buf: bytearray | None = None
+        self.pending: list[tuple[int, bytes]] = []
+        self.received = 0
+
+    def write(self, offset: int, data: memoryview) -> None:
+        if self.buf is None:
+            self.pending.append((offset, bytes(data)))
+        else:
+            self.buf[offset:offset + len(data)] = data
+        self.received += len(data)
+
+    def post(self, nbytes: int) -> None:
+        self.buf = bytearray(nbytes)
+        for offset, data in self.pending:
+            self.buf[offset:offset + len(data)] = data
+        self.pending.clear()
+
+    def complete(self) -> bool:
+        return self.buf is not None and self.received >= len(self.buf)
+
+
+@dataclass
+class Endpoint:
+    rank: int
+    peers: list[str]                          # IPv4 address of every rank
+    cfg: TransportConfig = field(default_factory=TransportConfig)
+    handlers: dict[int, Callable] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.stats = Stats()
+        self.local = socket.inet_aton(self.peers[self.rank])
+        self.rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.rx.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.rx.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
+        self.rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
+        self.rx.bind(("0.0.0.0", self.cfg.dport))
+        self.rx.setblocking(False)
+        self.tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        self.tx.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 8 << 20)
+        self.tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, self.local)
+        self.tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
+        self.ip_id = self.rank * 7919 & 0xFFFF
+        self.sendqps: dict[tuple[int, int], SendQP] = {}
+        self.recvqps: dict[int, RecvQP] = {}
+        self.msgs: dict[tuple[int, int], Message] = {}
+        self.control: dict[int, deque[bytes]] = {p: deque() for p in range(len(self.peers))}
+        self.by_ip = {socket.inet_aton(ip): r for r, ip in enumerate(self.peers)}
+        self._buf = bytearray(9216)
+        self._anc = socket.CMSG_SPACE(4)
+        self.active: list[SendQP] = []
+
+    def close(self) -> None:
+        self.rx.close()
+        self.tx.close()
+
+    def join(self, group: str) -> None:
+        mreq = struct.pack("4s4s", socket.inet_aton(group), self.local)
+        self.rx.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+
+    # ---- sending ------------------------------------------------------------------------
+    def send_frame(self, dst: bytes, sport: int, roce: bytes, tos: int) -> int:
+        self.ip_id = self.ip_id % 0xFFFF + 1       # never 0: the kernel would pick its own
+        pkt = wire.frame(self.local, dst, sport, self.ip_id, tos, roce, self.cfg.dport)
+        self.tx.sendto(pkt, (socket.inet_ntoa(dst), 0))
+        self.stats.packets_sent += 1
+        self.stats.bytes_injected += len(pkt)
+        return len(pkt)
+
+    def send_cnp(self, dst: bytes, qpn: int) -> None:
+        self.stats.cnps_sent += 1
+        roce = wire.bth(wire.CNP, qpn, 0, becn=True) + wire.CNP_PAD
+        self.send_frame(dst, wire.ack_sport(qpn), roce, 0)
+
+    def sendqp(self, peer: int, idx: int) -> SendQP:
+        if not 0 <= idx < MAX_QPS:
+            raise ValueError(f"QP index {idx} is outside 0..{MAX_QPS - 1}")
+        qp = self.sendqps.get((peer, idx))
+        if qp is None:
+            qp = self.sendqps[peer, idx] = SendQP(self, peer, idx)
+        return qp
+
+    def post_write(self, peer: int, idx: int, msg_id: int, offset: int, data: memoryview,
+                   op: SendOp) -> None:
+        qp = self.sendqp(peer, idx)
+        qp.post(True, data, op, msg_id, offset)
+        if qp not in self.active:
+            self.active.append(qp)
+
+    def post_send(self, peer: int, idx: int, data: bytes, op: SendOp) -> None:
+        qp = self.sendqp(peer, idx)
+        qp.post(False, memoryview(data), op)
+        if qp not in self.active:
+            self.active.append(qp)
+
+    # ---- receiving ----------------------------------------------------------------------
+    def message(self, peer: int, msg_id: int) -> Message:
+        msg = self.msgs.get((peer, msg_id))
+        if msg is None:
+            msg = self.msgs[peer, msg_id] = Message()
+        return msg
+
+    def place(self, peer: int, msg_id: int, offset: int, data: memoryview) -> None:
+        self.message(peer, msg_id).write(offset, data)
+
+    def _drain(self, now: float, budget: int = 256) -> int:
+        n = 0
+        for n in range(budget):
+            try:
+                size, anc, _flags, addr = self.rx.recvmsg_into([self._buf], self._anc)
+            except BlockingIOError:
+                return n
+            tos = 0
+            for level, kind, data in anc:
+                if level == socket.IPPROTO_IP and kind == socket.IP_TOS and data:
+                    tos = data[0]
+            try:
+                self._dispatch(memoryview(self._buf)[:size], addr, tos, now)
+            except wire.WireError:
+                self.stats.bad_packets += 1
+        return n + 1
+
+    def _dispatch(self, data: memoryview, addr, tos: int, now: float) -> None:
+        op, pad, qpn, psn, ackreq, _becn = wire.parse_bth(data)
+        handler = self.handlers.get(op)
+        if handler is not None:
+            handler(data, addr, tos, now)
+            return
+        src = self.by_ip.get(socket.inet_aton(addr[0]))
+        kind, peer, idx = qpn >> 20, qpn >> 8 & 0xFFF, qpn & 0xFF
+        if src is None or peer != src or peer >= len(self.peers):
+            raise wire.WireError(f"QPN {qpn:#x} from {addr[0]} is not a QP of a known rank")
+        if op in wire.DATA_OPS and kind == KIND_DATA:
+            qp = self.recvqps.get(qpn)
+            if qp is None:
+                qp = self.recvqps[qpn] = RecvQP(self, peer, idx)
+            end = len(data) - 4 - pad
+            if end < 12:
+                raise wire.WireError("padding longer than the payload")
+            qp.on_data(op, psn, ackreq, data[12:end], addr[1], tos & wire.ECN_MASK == wire.ECN_CE,
+                       now)
+        elif op == wire.ACKNOWLEDGE and kind == KIND_ACK and len(data) >= 24:
+            sqp = self.sendqps.get((peer, idx))
+            if sqp is not None:
+                word, entropy, flags, _ = wire.AETH_ECHO.unpack_from(data, 12)
+                sqp.on_ack(psn, word >> 24, entropy, flags, now)
+        elif op == wire.CNP and kind == KIND_ACK:
+            sqp = self.sendqps.get((peer, idx))
+            if sqp is not None:
+                sqp.on_cnp(now)
+        else:
+            raise wire.WireError(f"opcode {op:#x} on QPN {qpn:#x} is not handled")
+
+    # ---- the progress engine ------------------------------------------------------------
+    def progress(self, wait: float) -> bool:
+        """One round: receive what is there, send what windows allow, run timers; sleep up
+        to `wait` seconds if nothing happened. Returns whether anything happened."""
+        now = time.monotonic()
+        work = self._drain(now)
+        if self.active:
+            for qp in self.active:
+                work += qp.pump(now, 32)
+                qp.on_timer(now)
+            self.active = [qp for qp in self.active if qp.busy()]
+        if not work and wait > 0:
+            delay = min(wait, 0.002) if self.active else wait
+            select.select([self.rx], [], [], delay)
+        return bool(work)
+
+    def progress_until(self, done: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > deadline:
+                raise TransportError(f"rank {self.rank}: timed out after {timeout:.0f} s "
+                                     f"waiting for {what}")
+            self.progress(0.005)

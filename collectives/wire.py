@@ -1,0 +1,126 @@
+"""RoCEv2 framing with `struct` (scapy is far too slow for the data path; tests check that
+every packet built here parses identically with `scapy.contrib.roce` and `collectives.layers`).
+
+IPv4 (20 B) / UDP (8 B, dport 4791, sport = entropy) / BTH (12 B) / [RETH 16 B] /
+[AETH 4 B + EntropyEcho 4 B] / payload (padded to 4 B, BTH padcount) / ICRC (4 B).
+The transport sends through a raw IP socket, so it writes the IP header itself: the IP id and
+source port are then known when the ICRC is computed, and the entropy may change per packet.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+
+ROCEV2_PORT = 4791
+SPORT_MIN, SPORT_MAX = 0xC000, 0xFFFF
+PSN_MASK = 0xFFFFFF
+PSN_HALF = 0x800000
+
+# IBTA opcodes, RC transport (0x00-0x1F)
+SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY = 0x00, 0x01, 0x02, 0x04
+WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 0x06, 0x07, 0x08, 0x0A
+ACKNOWLEDGE = 0x11
+CNP = 0x81
+AGGREGATION = 0xC0        # collectives.layers.Aggregation (CONTRACTS.md)
+RBCAST = 0xC1             # collectives.layers.ReliableBroadcast (multicast Allgather)
+
+FIRST_OPS = (SEND_FIRST, SEND_ONLY, WRITE_FIRST, WRITE_ONLY)
+LAST_OPS = (SEND_LAST, SEND_ONLY, WRITE_LAST, WRITE_ONLY)
+SEND_OPS = (SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY)
+WRITE_OPS = (WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY)
+DATA_OPS = frozenset(SEND_OPS + WRITE_OPS)
+
+# AETH syndromes: 000 + credit count 0b11111 ("no credit limit"); 011 + NAK code 0
+AETH_ACK = 0x1F
+AETH_NAK_PSN = 0x60
+
+ECN_MASK, ECN_ECT0, ECN_CE = 0x03, 0x02, 0x03
+ECHO_ECE = 0x01
+
+IP_HDR = struct.Struct("!BBHHHBBH4s4s")
+UDP_HDR = struct.Struct("!HHHH")
+BTH_HDR = struct.Struct("!BBHII")        # opcode, se|m|pad|tver, pkey, resv8|dqpn, a|psn
+RETH_HDR = struct.Struct("!QII")
+AETH_ECHO = struct.Struct("!IHBB")        # syndrome|msn, entropy, flags, reserved
+AGG_HDR = struct.Struct("!HHIBBBB")
+AGG_VALUES = 32
+AGG_FLAG_RESULT, AGG_FLAG_VERSION = 0x01, 0x02
+RBCAST_HDR = struct.Struct("!HHIIB3x")    # task, root, chunk, chunks, flags
+RBCAST_FLAG_LAST = 0x01
+CNP_PAD = bytes(16)
+
+_ICRC_LRH = b"\xff" * 8
+_ICRC_INIT = zlib.crc32(_ICRC_LRH)
+
+
+class WireError(ValueError):
+    """A received packet that is not well-formed RoCEv2 for this transport."""
+
+
+def psn_add(psn: int, n: int) -> int:
+    return (psn + n) & PSN_MASK
+
+
+def psn_diff(a: int, b: int) -> int:
+    """a - b as a signed distance on the 24-bit PSN circle."""
+    d = (a - b) & PSN_MASK
+    return d - (PSN_MASK + 1) if d >= PSN_HALF else d
+
+
+def ack_sport(qpn: int) -> int:
+    """The fixed source port of a QP's ACKs and CNPs (responses need no path diversity)."""
+    return SPORT_MIN | (qpn * 2654435761 >> 7 & 0x3FFF)
+
+
+def bth(opcode: int, dqpn: int, psn: int, *, ackreq: bool = False, becn: bool = False,
+        pad: int = 0) -> bytes:
+    return BTH_HDR.pack(opcode, pad << 4, 0xFFFF, (0x40 if becn else 0) << 24 | dqpn,
+                        (0x80000000 if ackreq else 0) | psn)
+
+
+def reth(va: int, rkey: int, length: int) -> bytes:
+    return RETH_HDR.pack(va, rkey, length)
+
+
+def aeth_echo(syndrome: int, msn: int, entropy: int, flags: int) -> bytes:
+    return AETH_ECHO.pack(syndrome << 24 | (msn & PSN_MASK), entropy, flags, 0)
+
+
+def ipv4_udp(src: bytes, dst: bytes, sport: int, udp_payload_len: int, ip_id: int,
+             tos: int, dport: int = ROCEV2_PORT) -> bytes:
+    """IPv4 + UDP headers; IP checksum 0 (the kernel fills it for raw sockets), UDP checksum 0."""
+    total = 28 + udp_payload_len
+    return (IP_HDR.pack(0x45, tos, total, ip_id, 0x4000, 64, 17, 0, src, dst)
+            + UDP_HDR.pack(sport, dport, 8 + udp_payload_len, 0))
+
+
+def icrc(ip_udp: bytes, roce: bytes) -> bytes:
+    """RoCEv2 invariant CRC: 8 bytes of ones (the LRH), then IP/UDP/BTH/payload with the
+    variant fields (TOS, TTL, IP checksum, UDP checksum, BTH FECN/BECN/resv6) set to ones."""
+    masked = bytearray(ip_udp)
+    masked[1] = 0xFF
+    masked[8] = 0xFF
+    masked[10:12] = b"\xff\xff"
+    masked[26:28] = b"\xff\xff"
+    crc = zlib.crc32(masked, _ICRC_INIT)
+    crc = zlib.crc32(roce[:4], crc)
+    crc = zlib.crc32(b"\xff", crc)
+    crc = zlib.crc32(memoryview(roce)[5:], crc)
+    return crc.to_bytes(4, "little")
+
+
+def frame(src: bytes, dst: bytes, sport: int, ip_id: int, tos: int, roce: bytes,
+          dport: int = ROCEV2_PORT) -> bytes:
+    """A whole IPv4 packet: headers + roce (BTH onwards, without ICRC) + ICRC."""
+    hdr = ipv4_udp(src, dst, sport, len(roce) + 4, ip_id, tos, dport)
+    return hdr + roce + icrc(hdr, roce)
+
+
+def parse_bth(data: bytes) -> tuple[int, int, int, int, bool, bool]:
+    """(opcode, padcount, dqpn, psn, ackreq, becn) of a UDP payload starting with a BTH."""
+    if len(data) < 16:
+        raise WireError(f"{len(data)} bytes is too short for BTH + ICRC")
+    op, flags, _pkey, qp, apsn = BTH_HDR.unpack_from(data)
+    if flags & 0x0F:
+        raise WireError(f"BTH transport header version {flags & 0x0F} is not 0")
+    return op, (flags >> 4) & 3, qp & PSN_MASK, apsn & PSN_MASK, bool(apsn >> 31), bool(qp >> 30 & 1)

@@ -1,0 +1,1 @@
+"""Control plane for the ML-training fabric: topology model, path and slice algorithms."""

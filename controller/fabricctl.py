@@ -1,0 +1,338 @@
+"""fabricctl: the command line of fabricd's API.
+
+Tables for people by default, `--json` for scripts. Exit codes: 0 done; 1 a switch could
+not be written (the change is kept and retried); 2 bad command line; 3 not found;
+4 invalid argument; 5 no resources (e.g. no isolated slice fits); 6 refused by the current
+state (exists already, in use, ...); 7 fabricd unreachable; 8 other server error.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+import grpc
+import yaml
+from google.protobuf import json_format
+
+from controller.proto import fabric_pb2 as api
+from controller.proto import fabric_pb2_grpc
+
+DEFAULT_SERVER = "127.0.0.1:50100"
+EXIT = {
+    grpc.StatusCode.NOT_FOUND: 3,
+    grpc.StatusCode.INVALID_ARGUMENT: 4,
+    grpc.StatusCode.OUT_OF_RANGE: 4,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 5,
+    grpc.StatusCode.FAILED_PRECONDITION: 6,
+    grpc.StatusCode.ALREADY_EXISTS: 6,
+    grpc.StatusCode.UNAVAILABLE: 7,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 7,
+}
+EXIT_SWITCH_ERROR = 1
+EXIT_OTHER = 8
+
+
+class Ctx:
+    def __init__(self, server: str, as_json: bool, timeout: float) -> None:
+        self.server = server
+        self.as_json = as_json
+        self.timeout = timeout
+        self._stub = None
+
+    def call(self, method: str, request):
+        if self._stub is None:
+            self._stub = fabric_pb2_grpc.FabricStub(grpc.insecure_channel(self.server))
+        try:
+            return getattr(self._stub, method)(request, timeout=self.timeout)
+        except grpc.RpcError as err:
+            code = err.code()
+            where = f" ({self.server})" if code == grpc.StatusCode.UNAVAILABLE else ""
+            click.echo(f"fabricctl: {code.name}{where}: {err.details()}", err=True)
+            sys.exit(EXIT.get(code, EXIT_OTHER))
+
+    def emit(self, message, human) -> None:
+        """Print `message` as JSON or through `human(message)`; exit 1 if a switch failed."""
+        if self.as_json:
+            click.echo(json.dumps(json_format.MessageToDict(
+                message, preserving_proto_field_name=True, including_default_value_fields=True),
+                indent=1))
+        else:
+            human(message)
+        failed = [s for s in getattr(message, "switches", ()) if getattr(s, "error", "")]
+        if failed:
+            sys.exit(EXIT_SWITCH_ERROR)
+
+
+def table(headers: list[str], rows: list[list]) -> None:
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    click.echo(fmt.format(*headers).rstrip())
+    for r in cells:
+        click.echo(fmt.format(*r).rstrip())
+
+
+def _sync_table(reply) -> None:
+    table(["switch", "inserted", "modified", "deleted", "entries", "status"],
+          [[s.switch, s.inserted, s.modified, s.deleted, s.entries, s.error or "ok"]
+           for s in reply.switches])
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--server", default=lambda: os.environ.get("FABRICD", DEFAULT_SERVER),
+              show_default=f"$FABRICD or {DEFAULT_SERVER}", help="fabricd's API address.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@click.option("--timeout", default=30.0, show_default=True, help="Seconds per request.")
+@click.pass_context
+def main(ctx, server, as_json, timeout):
+    """Drive the fabric controller (fabricd)."""
+    ctx.obj = Ctx(server, as_json, timeout)
+
+
+# -- topology, sync, routes -----------------------------------------------------------------------
+@main.command()
+@click.option("--set", "path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Replace the topology by this YAML file.")
+@click.pass_obj
+def topology(c: Ctx, path):
+    """Show the switches, hosts and links (or replace the topology)."""
+    reply = (c.call("SetTopology", api.SetTopologyRequest(yaml=path.read_text())) if path
+             else c.call("GetTopology", api.Empty()))
+
+    def human(t):
+        click.echo(f"topology {t.name} ({t.kind})")
+        table(["switch", "tier", "id", "p4runtime", "connected"],
+              [[s.name, s.tier, s.device_id, s.grpc_address, "yes" if s.connected else "NO"]
+               for s in t.switches])
+        click.echo()
+        table(["host", "rank", "ip", "mac", "leaf", "port"],
+              [[h.name, h.rank, h.ip, h.mac, h.leaf, h.leaf_port] for h in t.hosts])
+        click.echo()
+        table(["link", "ports", "state", "slice"],
+              [[lk.name, f"{lk.a}:{lk.a_port}-{lk.b}:{lk.b_port}", "up" if lk.up else "DOWN",
+                lk.slice or "-"] for lk in t.links])
+    c.emit(reply, human)
+
+
+@main.command()
+@click.pass_obj
+def sync(c: Ctx):
+    """Reconcile every switch with the intended state (installs routes on a fresh fabric)."""
+    c.emit(c.call("Sync", api.Empty()), _sync_table)
+
+
+@main.command()
+@click.argument("switch")
+@click.pass_obj
+def routes(c: Ctx, switch):
+    """The routes of one switch: slice, prefix and egress ports (several = ECMP group)."""
+    def human(r):
+        table(["slice", "prefix", "ports"],
+              [[x.slice, x.prefix, ",".join(map(str, x.ports))] for x in r.routes])
+    c.emit(c.call("GetRoutes", api.SwitchRequest(switch=switch)), human)
+
+
+# -- Ethereal steps ----------------------------------------------------------------------------
+@main.group()
+def step():
+    """Install or remove the paths of one collective step (Ethereal)."""
+
+
+def _flow(text: str) -> api.FlowSpec:
+    parts = text.split(":")
+    if len(parts) != 3 or not parts[2].isdigit():
+        raise click.BadParameter(f"{text!r}: expected SRC:DST:BYTES, e.g. h1:h3:1048576",
+                                 param_hint="--flow")
+    return api.FlowSpec(src=parts[0], dst=parts[1], bytes=int(parts[2]))
+
+
+def _flows_from_file(path: Path) -> list[api.FlowSpec]:
+    try:
+        data = yaml.safe_load(path.read_text())
+        flows = data["flows"]
+        return [api.FlowSpec(src=str(f["src"]), dst=str(f["dst"]), bytes=int(f["bytes"]),
+                             dst_qp=int(f.get("dst_qp", 0)), base_psn=int(f.get("base_psn", 0)))
+                for f in flows]
+    except (yaml.YAMLError, TypeError, KeyError, ValueError) as err:
+        raise click.BadParameter(f"{path}: expected `flows:` with src, dst and bytes per flow "
+                                 f"({type(err).__name__}: {err})", param_hint="--file") from None
+
+
+@step.command("install")
+@click.argument("name")
+@click.option("--flow", "flows", multiple=True, metavar="SRC:DST:BYTES")
+@click.option("--file", "path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="YAML with `flows: [{src: h1, dst: h3, bytes: 1048576}, ...]` "
+                   "(optional dst_qp, base_psn per flow).")
+@click.option("--pins/--no-pins", default=False,
+              help="Pin every sub-flow on every hop (else only where the hash cannot steer).")
+@click.pass_obj
+def step_install(c: Ctx, name, flows, path, pins):
+    """Plan a step, install its pins, print each sub-flow's source port and path."""
+    specs = [_flow(f) for f in flows] + (_flows_from_file(path) if path else [])
+    if not specs:
+        raise click.UsageError("give --flow SRC:DST:BYTES (repeatable) or --file")
+    reply = c.call("InstallStep", api.InstallStepRequest(name=name, flows=specs, pins=pins))
+
+    def human(r):
+        table(["src", "dst", "bytes", "sport", "path"],
+              [[s.src, s.dst, s.bytes, s.sport, " > ".join(s.path) or "(same leaf)"]
+               for s in r.subflows])
+        click.echo(f"step {r.name}: {len(r.subflows)} sub-flows, {r.pins} pin entries, "
+                   f"max link load {r.max_link_bytes} B (lower bound {r.lower_bound_bytes} B)")
+    c.emit(reply, human)
+
+
+@step.command("remove")
+@click.argument("name")
+@click.pass_obj
+def step_remove(c: Ctx, name):
+    c.emit(c.call("RemoveStep", api.NameRequest(name=name)),
+           lambda _: click.echo(f"step {name} removed"))
+
+
+# -- slices, groups, jobs ----------------------------------------------------------------------
+@main.group("slice")
+def slice_():
+    """vClos slices: isolated virtual Clos networks for jobs."""
+
+
+def _slice_human(s) -> None:
+    table(["slice", "id", "hosts", "leaves", "spines", "links"],
+          [[s.name, s.id, ",".join(s.hosts), ",".join(s.leaves), ",".join(s.spines) or "-",
+            len(s.links)]])
+
+
+@slice_.command("create")
+@click.argument("name")
+@click.argument("hosts", type=click.IntRange(1))
+@click.pass_obj
+def slice_create(c: Ctx, name, hosts):
+    """Give job NAME an isolated slice of HOSTS hosts."""
+    c.emit(c.call("CreateSlice", api.CreateSliceRequest(name=name, hosts=hosts)), _slice_human)
+
+
+@slice_.command("delete")
+@click.argument("name")
+@click.pass_obj
+def slice_delete(c: Ctx, name):
+    c.emit(c.call("DeleteSlice", api.NameRequest(name=name)),
+           lambda _: click.echo(f"slice {name} deleted"))
+
+
+@main.group()
+def group():
+    """Multicast groups (Allgather)."""
+
+
+@group.command("create")
+@click.argument("name")
+@click.argument("members", nargs=-1, required=True)
+@click.pass_obj
+def group_create(c: Ctx, name, members):
+    """A multicast group NAME over the MEMBERS hosts."""
+    def human(g):
+        click.echo(f"group {g.name}: id {g.group_id}, address {g.address}, "
+                   f"members {','.join(g.members)}")
+        table(["switch", "replicate to ports"],
+              [[r.switch, ",".join(map(str, r.ports))] for r in g.tree])
+    c.emit(c.call("CreateMulticastGroup",
+                  api.CreateMulticastGroupRequest(name=name, members=members)), human)
+
+
+@group.command("delete")
+@click.argument("name")
+@click.pass_obj
+def group_delete(c: Ctx, name):
+    c.emit(c.call("DeleteMulticastGroup", api.NameRequest(name=name)),
+           lambda _: click.echo(f"group {name} deleted"))
+
+
+@main.group()
+def job():
+    """In-network aggregation jobs (NetReduce)."""
+
+
+@job.command("create")
+@click.argument("name")
+@click.argument("workers", nargs=-1, required=True)
+@click.option("--slots", default=16, show_default=True, type=click.IntRange(1))
+@click.pass_obj
+def job_create(c: Ctx, name, workers, slots):
+    """An aggregation job NAME summing the WORKERS' chunks on one leaf."""
+    def human(j):
+        table(["job", "id", "leaf", "address", "slots", "result group", "workers"],
+              [[j.name, j.job_id, j.leaf, j.address,
+                f"{j.slot_base}..{j.slot_base + j.slots - 1}", j.group_id, ",".join(j.workers)]])
+    c.emit(c.call("CreateAggregationJob",
+                  api.CreateAggregationJobRequest(name=name, workers=workers, slots=slots)),
+           human)
+
+
+@job.command("delete")
+@click.argument("name")
+@click.pass_obj
+def job_delete(c: Ctx, name):
+    c.emit(c.call("DeleteAggregationJob", api.NameRequest(name=name)),
+           lambda _: click.echo(f"job {name} deleted"))
+
+
+# -- links, state, counters --------------------------------------------------------------------
+@main.command()
+@click.argument("link")
+@click.argument("state", type=click.Choice(["up", "down"]))
+@click.pass_obj
+def link(c: Ctx, link, state):
+    """Take LINK (e.g. leaf1-spine2, leaf1-spine2#2) down or bring it back up."""
+    c.emit(c.call("SetLink", api.SetLinkRequest(link=link, up=state == "up")), _sync_table)
+
+
+@main.command()
+@click.pass_obj
+def state(c: Ctx):
+    """Switch sessions, failed links, slices, groups, jobs and steps."""
+    def human(s):
+        table(["switch", "id", "p4runtime", "connected", "entries"],
+              [[x.name, x.device_id, x.grpc_address, "yes" if x.connected else "NO",
+                s.entries.get(x.name, 0)] for x in s.switches])
+        click.echo(f"\nfailed links: {', '.join(s.failed_links) or 'none'}")
+        for title, rows, headers in (
+                ("slices", [[x.name, x.id, ",".join(x.hosts), len(x.links)] for x in s.slices],
+                 ["name", "id", "hosts", "links"]),
+                ("multicast groups", [[x.name, x.group_id, x.address, ",".join(x.members)]
+                                      for x in s.groups], ["name", "id", "address", "members"]),
+                ("aggregation jobs", [[x.name, x.job_id, x.leaf, x.slots, ",".join(x.workers)]
+                                      for x in s.jobs], ["name", "id", "leaf", "slots",
+                                                         "workers"]),
+                ("steps", [[x.name, x.flows, x.subflows, x.pins] for x in s.steps],
+                 ["name", "flows", "sub-flows", "pins"])):
+            click.echo(f"\n{title}:")
+            if rows:
+                table(headers, rows)
+            else:
+                click.echo("  none")
+    c.emit(c.call("GetState", api.Empty()), human)
+
+
+@main.command()
+@click.argument("switch")
+@click.pass_obj
+def counters(c: Ctx, switch):
+    """Per-port and per-pin counters read from SWITCH."""
+    def human(r):
+        table(["port", "rx pkts", "rx bytes", "tx pkts", "tx bytes", "drops"],
+              [[p.port, p.rx_packets, p.rx_bytes, p.tx_packets, p.tx_bytes, p.drops]
+               for p in r.ports])
+        if r.pins:
+            click.echo()
+            table(["src", "dst", "sport", "dport", "port", "packets", "bytes"],
+                  [[p.src, p.dst, p.sport, p.dport, p.port, p.packets, p.bytes]
+                   for p in r.pins])
+    c.emit(c.call("GetCounters", api.SwitchRequest(switch=switch)), human)
+
+
+if __name__ == "__main__":
+    main()

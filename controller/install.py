@@ -1,0 +1,158 @@
+"""From the intent to what every switch must do, in the fabric's own terms (routes, groups,
+pins, slices, multicast trees, aggregation jobs, port liveness, ECN thresholds).
+
+`plan_switches(intent)` is pure and target-independent; `install_fabric` encodes it as
+fabric.p4 entries. `intended_states(intent, schema)` chains the two: the whole desired state
+of every switch, which `p4rt.Device.sync` reconciles.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller import multicast
+from controller.install_intent import GroupIntent, Intent, IntentError, JobIntent
+from controller.routing import Route
+from controller.topology import Topology
+
+
+@dataclass(frozen=True)
+class NextHop:
+    port: int
+    dmac: str                     # the neighbour's MAC on that cable (host MAC on host ports)
+    smac: str                     # our port's MAC
+
+
+@dataclass(frozen=True)
+class RouteEntry:
+    slice_id: int
+    prefix: str                   # "a.b.c.d/len"
+    hops: tuple[NextHop, ...]     # one = direct; several = ECMP group, in member order
+
+
+@dataclass(frozen=True)
+class PinEntry:
+    src_ip: str
+    dst_ip: str
+    sport: int
+    dport: int
+    hop: NextHop
+
+
+@dataclass(frozen=True)
+class McastEntry:
+    slice_id: int
+    address: str
+    group_id: int
+    replicas: tuple[multicast.Replica, ...]
+
+
+@dataclass(frozen=True)
+class AggEntry:
+    job_id: int
+    result_ip: str                # the result group's address
+    slot_base: int
+    slots: int
+    workers: int
+    group_id: int
+
+
+@dataclass
+class SwitchPlan:
+    """Everything one switch must hold, independent of how a P4 program encodes it."""
+    name: str
+    routes: list[RouteEntry] = field(default_factory=list)
+    pins: list[PinEntry] = field(default_factory=list)
+    slice_ports: dict[int, int] = field(default_factory=dict)    # ingress port -> slice id
+    groups: list[McastEntry] = field(default_factory=list)
+    jobs: list[AggEntry] = field(default_factory=list)
+    ports_up: dict[int, bool] = field(default_factory=dict)
+    ecmp_mode: str = "hash"
+    ecn_threshold: dict[int, int] = field(default_factory=dict)
+
+
+def _next_hop(topo: Topology, switch: str, port: int) -> NextHop:
+    me = topo.switch(switch)
+    link = topo.ports(switch)[port]
+    peer = link.b if link.a == switch else link.a
+    if peer in topo.hosts:
+        dmac = topo.host(peer).mac
+    else:
+        dmac = topo.switch(peer).port_mac(link.port_of(peer))
+    return NextHop(port, dmac, me.port_mac(port))
+
+
+def _routes(intent: Intent):
+    """(slice id, Route) for every switch: unsliced traffic over the links no slice holds,
+    each slice over its own links toward its own hosts."""
+    held = set()
+    if intent.allocator.isolation == "switch":   # slices own their switches outright
+        held = {sw for s in intent.slices.values() for sw in (*s.leaves, *s.spines)}
+    unsliced = intent.routing()
+    yield from ((0, r) for sw in intent.topo.switches if sw not in held
+                for r in unsliced.routes(sw, hosts=intent.unsliced_hosts()))
+    for sl in intent.slices.values():
+        yield from ((sl.slice_id, r) for r in sl.routes(intent.topo, intent.failed))
+
+
+def routes_of(intent: Intent, switch: str) -> list[tuple[int, Route]]:
+    return [(sid, r) for sid, r in _routes(intent) if r.switch == switch]
+
+
+def group_tree(intent: Intent, members, slice_id: int, extra_leaves=(),
+               group_id: int = 1) -> dict[str, tuple[multicast.Replica, ...]]:
+    """Per switch, the replicas of a group's tree over the links its slice may use."""
+    sl = next((s for s in intent.slices.values() if s.slice_id == slice_id), None)
+    routing = intent.routing(sl)
+    planner = multicast.MulticastPlanner(intent.topo)
+    leaves = sorted({intent.topo.host(m).leaf for m in members} | set(extra_leaves),
+                    key=lambda lf: intent.topo.switches[lf].device_id)
+    root, tree = planner._tree(routing, leaves, group_id)
+    if root is None:
+        raise IntentError("FAILED_PRECONDITION",
+                          f"no switch reaches every member leaf ({', '.join(leaves)}) over "
+                          "live links")
+    return planner._replicas(list(members), tree)
+
+
+def plan_switches(intent: Intent) -> dict[str, SwitchPlan]:
+    topo = intent.topo
+    plans = {name: SwitchPlan(name, ecmp_mode=intent.ecmp_mode) for name in topo.switches}
+    for sid, route in _routes(intent):
+        plans[route.switch].routes.append(RouteEntry(
+            sid, route.prefix, tuple(_next_hop(topo, route.switch, p) for p in route.ports)))
+    for sl in intent.slices.values():
+        for sw, ports in sl.ingress_ports(topo).items():
+            for port in ports:
+                plans[sw].slice_ports[port] = sl.slice_id
+    for step in intent.steps.values():
+        for pin in intent.step_plan(step).pins:
+            plans[pin.switch].pins.append(PinEntry(pin.src_ip, pin.dst_ip, pin.sport, pin.dport,
+                                                   _next_hop(topo, pin.switch, pin.port)))
+    for group in intent.groups.values():
+        _add_group(intent, plans, group)
+    for job in intent.jobs.values():
+        _add_job(intent, plans, job)
+    for name in topo.switches:
+        for port, link in topo.ports(name).items():
+            plans[name].ports_up[port] = link.index not in intent.failed
+            plans[name].ecn_threshold[port] = intent.ecn_threshold
+    for plan in plans.values():
+        plan.pins = list(dict.fromkeys(plan.pins))
+    return plans
+
+
+def _add_group(intent: Intent, plans, group: GroupIntent) -> None:
+    tree = group_tree(intent, group.members, group.slice_id, group_id=group.group_id)
+    for sw, replicas in tree.items():
+        plans[sw].groups.append(McastEntry(group.slice_id, group.address, group.group_id,
+                                           replicas))
+
+
+def _add_job(intent: Intent, plans, job: JobIntent) -> None:
+    tree = group_tree(intent, job.workers, job.slice_id, extra_leaves=(job.leaf,),
+                      group_id=job.group_id)
+    address = job.result_ip
+    for sw, replicas in tree.items():
+        plans[sw].groups.append(McastEntry(job.slice_id, address, job.group_id, replicas))
+    plans[job.leaf].jobs.append(AggEntry(job.job_id, address, job.slot_base, job.slots,
+                                         len(job.workers), job.group_id))

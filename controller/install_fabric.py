@@ -1,0 +1,159 @@
+"""The install plan as p4src/fabric.p4 entries (table, register and counter names from
+p4src/README.md), and the counters read back in the plan's terms."""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from controller.install import SwitchPlan, plan_switches
+from controller.install_intent import IntentError
+from controller.p4rt import MulticastGroup, RegisterCell, State, TableEntry, sync, values
+from controller.p4rt.schema import Schema
+from controller.topology import Topology
+
+MAX_ECMP_GROUPS = 4096            # ecmp group ids are < 4096 (p4src/README.md)
+ECMP_MODES = {"hash": 0, "round-robin": 1, "random": 2}   # ecmp_groups' mode parameter
+CLASSIFY_PRIORITY = 10
+PORT_MASK = 0x1FF
+
+
+def ecmp_groups(plan: SwitchPlan) -> dict[tuple[int, tuple[int, ...]], int]:
+    """A group id per distinct (slice, member ports): slices never share a group, routes of
+    one slice with the same members do. The id is a hash of the key (probing on collision),
+    so a change elsewhere, e.g. a failed link, does not renumber unrelated groups."""
+    keys = sorted({(r.slice_id, tuple(h.port for h in r.hops)) for r in plan.routes
+                   if len(r.hops) > 1})
+    ids = MAX_ECMP_GROUPS - 1
+    if len(keys) > ids:
+        raise IntentError("RESOURCE_EXHAUSTED", f"{plan.name} would need {len(keys)} ECMP "
+                          f"groups; fabric.p4 holds {ids}")
+    groups: dict[tuple[int, tuple[int, ...]], int] = {}
+    taken: set[int] = set()
+    for key in keys:
+        gid = zlib.crc32(repr(key).encode()) % ids + 1
+        while gid in taken:
+            gid = gid % ids + 1
+        taken.add(gid)
+        groups[key] = gid
+    return groups
+
+
+def switch_state(topo: Topology, plan: SwitchPlan) -> State:
+    state = State()
+    entries = state.table_entries
+    me = topo.switch(plan.name)
+    for port, link in sorted(topo.ports(plan.name).items()):
+        peer = link.b if link.a == plan.name else link.a
+        dmac = topo.host(peer).mac if peer in topo.hosts else \
+            topo.switch(peer).port_mac(link.port_of(peer))
+        entries.append(TableEntry("FabricEgress.port_mac", {"standard_metadata.egress_port": port},
+                                  "FabricEgress.set_port_macs", {"smac": me.port_mac(port),
+                                                           "dmac": dmac}))
+    groups = ecmp_groups(plan)
+    for (_, ports), gid in groups.items():
+        entries.append(TableEntry("FabricIngress.ecmp_groups", {"meta.ecmp_group": gid},
+                                  "FabricIngress.set_group",
+                                  {"size": len(ports), "mode": ECMP_MODES[plan.ecmp_mode]}))
+        for i, port in enumerate(ports):
+            # The backup is the next member's port: one hop of fast failover, no chains.
+            entries.append(TableEntry(
+                "FabricIngress.ecmp_members", {"meta.ecmp_group": gid, "meta.ecmp_member": i},
+                "FabricIngress.set_member", {"port": port, "backup_port": ports[(i + 1) % len(ports)]}))
+    for r in plan.routes:
+        addr, plen = r.prefix.split("/")
+        match = {"meta.slice_id": r.slice_id, "hdr.ipv4.dstAddr": (addr, int(plen))}
+        if len(r.hops) == 1:
+            entries.append(TableEntry("FabricIngress.ipv4_route", match, "FabricIngress.route_to_port",
+                                      {"port": r.hops[0].port}))
+        else:
+            gid = groups[(r.slice_id, tuple(h.port for h in r.hops))]
+            entries.append(TableEntry("FabricIngress.ipv4_route", match, "FabricIngress.route_to_group",
+                                      {"group": gid}))
+    for p in plan.pins:
+        entries.append(TableEntry(
+            "FabricIngress.path_pin", {"hdr.ipv4.srcAddr": p.src_ip, "hdr.ipv4.dstAddr": p.dst_ip,
+                                 "meta.l4_sport": p.sport, "meta.l4_dport": p.dport},
+            "FabricIngress.pin_path", {"port": p.hop.port}))
+    for port, slice_id in sorted(plan.slice_ports.items()):
+        entries.append(TableEntry(
+            "FabricIngress.slice_classify", {"standard_metadata.ingress_port": (port, PORT_MASK)},
+            "FabricIngress.set_slice", {"slice_id": slice_id}, priority=CLASSIFY_PRIORITY))
+    for g in plan.groups:
+        entries.append(TableEntry("FabricIngress.mcast_route", {"meta.slice_id": g.slice_id,
+                                                          "hdr.ipv4.dstAddr": g.address},
+                                  "FabricIngress.set_mcast_group", {"group": g.group_id}))
+        state.multicast_groups.append(
+            MulticastGroup(g.group_id, tuple((r.port, r.rid) for r in g.replicas)))
+        for r in g.replicas:
+            if r.rewrite is not None:
+                entries.append(TableEntry(
+                    "FabricEgress.mcast_rewrite", {"meta.mcast_grp": g.group_id,
+                                             "standard_metadata.egress_rid": r.rid},
+                    "FabricEgress.rewrite_replica", {"smac": r.rewrite.src_mac,
+                                               "dmac": r.rewrite.dst_mac,
+                                               "dst_ip": r.rewrite.dst_ip}))
+    for j in plan.jobs:
+        entries.append(TableEntry(
+            "FabricIngress.agg_jobs", {"hdr.ipv4.dstAddr": me.service_ip, "hdr.agg.jobId": j.job_id},
+            "FabricIngress.agg_job", {"result_ip": j.result_ip, "slot_base": j.slot_base,
+                                "num_slots": j.slots, "num_workers": j.workers}))
+    for port, threshold in sorted(plan.ecn_threshold.items()):
+        entries.append(TableEntry("FabricEgress.ecn_mark", {"standard_metadata.egress_port": port},
+                                  "FabricEgress.set_ecn_threshold", {"threshold": threshold}))
+    state.registers = [RegisterCell("FabricIngress.port_down", port, 0 if up else 1)
+                       for port, up in sorted(plan.ports_up.items())]
+    return state
+
+
+def slot_capacity(schema: Schema) -> int:
+    """Aggregation slots per switch: each slot has two register sets."""
+    return schema.register("FabricIngress.agg_count").size // 2
+
+
+def max_workers(schema: Schema) -> int:
+    """The contribution bitmap has one bit per worker."""
+    return schema.register("FabricIngress.agg_bitmap").bitwidth
+
+
+@dataclass(frozen=True)
+class PinCount:
+    src_ip: str
+    dst_ip: str
+    sport: int
+    dport: int
+    port: int
+
+
+PORT_COUNTERS = (("FabricIngress.port_rx", "rx"), ("FabricEgress.port_tx", "tx"))
+
+
+def read_counters(topo: Topology, device) -> tuple[dict[int, dict], list[tuple]]:
+    """Per-port counters of the switch's cabled ports, and every pin's hits."""
+    ports = {p: {} for p in topo.ports(device.name)}
+    for name, prefix in PORT_COUNTERS:
+        for cell in device.read_counter(name):
+            if cell.index in ports:
+                ports[cell.index][f"{prefix}_packets"] = cell.packets
+                ports[cell.index][f"{prefix}_bytes"] = cell.bytes
+    for cell in device.read_counter("FabricIngress.port_drops"):
+        if cell.index in ports:
+            ports[cell.index]["drops"] = cell.packets
+    pins = []
+    for entry, packets, nbytes in device.read_direct_counters("FabricIngress.path_pin"):
+        m = entry.match
+        pins.append((PinCount(values.ipv4(m["hdr.ipv4.srcAddr"]),
+                              values.ipv4(m["hdr.ipv4.dstAddr"]), m["meta.l4_sport"],
+                              m["meta.l4_dport"], entry.params["port"]), packets, nbytes))
+    return ports, pins
+
+
+def intended_states(intent, schema: Schema) -> dict[str, State]:
+    """Every switch's complete fabric.p4 state, validated against the P4Info (a value that
+    does not fit raises here, before anything is written)."""
+    plans = plan_switches(intent)
+    states = {name: switch_state(intent.topo, plan) for name, plan in plans.items()}
+    for state in states.values():
+        state.table_entries = [sync.canonical(schema, e) for e in state.table_entries]
+        for cell in state.registers:
+            cell.to_proto(schema)
+    return states

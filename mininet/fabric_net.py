@@ -1,0 +1,47 @@
+"""Build a Mininet network from the project's topology model (controller/topology.py): the
+same names, port numbers and addresses the controller uses."""
+from __future__ import annotations
+
+from mininet.link import Link
+from mininet.net import Mininet
+from mininet.topo import Topo
+from p4_switch import P4RuntimeSwitch
+
+from controller.topology import Topology
+
+
+class FabricTopo(Topo):
+    def build(self, topology: Topology, target: str = "p4switch", log_dir: str | None = None,
+              queue_rate: int | None = None, queue_depth: int | None = None):
+        for sw in topology.switches.values():
+            self.addSwitch(sw.name, cls=P4RuntimeSwitch, device_id=sw.device_id,
+                           grpc_port=sw.grpc_port, target=target, log_dir=log_dir,
+                           queue_rate=queue_rate, queue_depth=queue_depth)
+        for host in topology.hosts.values():
+            self.addHost(host.name, ip=None, mac=host.mac)
+        for lk in topology.links:
+            self.addLink(lk.a, lk.b, port1=lk.a_port, port2=lk.b_port, cls=Link)
+
+
+def configure_hosts(net: Mininet, topology: Topology) -> None:
+    """A /32 address and a default route through the leaf's gateway with a static ARP entry:
+    every packet, also to a host on the same leaf, is routed by the P4 fabric (which answers
+    no ARP)."""
+    for h in topology.hosts.values():
+        node = net.get(h.name)
+        intf = h.intf
+        node.cmd(f"ip addr flush dev {intf}")
+        node.cmd(f"ip addr add {h.ip}/32 dev {intf}")
+        node.cmd(f"ip route add {h.gateway_ip} dev {intf}")
+        node.cmd(f"ip route add default via {h.gateway_ip} dev {intf}")
+        node.cmd(f"ip route add 224.0.0.0/4 dev {intf}")
+        node.cmd(f"ip neigh replace {h.gateway_ip} lladdr {h.gateway_mac} dev {intf} nud permanent")
+        # The fabric is emulated by user-space switches: offloads would hand them
+        # over-MTU segments that a real NIC would have cut.
+        node.cmd(f"ethtool -K {intf} tx off gso off tso off gro off 2>/dev/null")
+
+
+def build_net(topology: Topology, **switch_opts) -> Mininet:
+    net = Mininet(topo=FabricTopo(topology, **switch_opts), controller=None,
+                  autoSetMacs=False, autoStaticArp=False, build=True)
+    return net

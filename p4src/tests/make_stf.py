@@ -1,0 +1,265 @@
+"""Write the STF files of this folder: packets built with scapy, expected ECMP members from
+controller/hashing.py, the leaf layout of tests/p4src/fabric_testlib.py.
+
+    .venv/bin/python p4src/tests/make_stf.py      # then: p4switch stf p4src/fabric.p4 X.stf
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "p4src")]
+
+import fabric_testlib as L  # noqa: E402
+from scapy.layers.inet import IP, UDP  # noqa: E402
+from scapy.layers.l2 import Ether  # noqa: E402
+from scapy.packet import Raw  # noqa: E402
+
+from collectives.layers import Aggregation  # noqa: E402
+from controller import hashing  # noqa: E402
+
+UP = L.UPLINKS
+
+
+def ip32(addr: str) -> str:
+    return f"0x{L.ip(addr):08x}"
+
+
+def mac48(mac: str) -> str:
+    return "0x" + mac.replace(":", "")
+
+
+def packet(port: int, data: bytes, comment: str) -> list[str]:
+    return [f"# {comment}", f"packet {port} {data.hex().upper()}"]
+
+
+def expect(port: int, data: bytes) -> list[str]:
+    return [f"expect {port} {data.hex().upper()}$"]
+
+
+def member_port(src, dst, sport, dport, ports, proto=17):
+    return ports[hashing.ecmp_member(src, dst, proto, sport, dport, len(ports))]
+
+
+def rewritten(data: bytes, port: int, **fields) -> bytes:
+    """`routed(data, port)` with further IPv4/UDP field changes (checksum recomputed)."""
+    pkt = Ether(L.routed(data, port))
+    for name, value in fields.items():
+        layer, field = name.split("_", 1)
+        setattr(pkt[{"ip": IP, "udp": UDP}[layer]], field, value)
+    del pkt[IP].chksum
+    return bytes(pkt)
+
+
+def group(gid: int, ports, mode: int = 0) -> list[str]:
+    lines = [f"add FabricIngress.ecmp_groups meta.ecmp_group:{gid} "
+             f"FabricIngress.set_group(size:{len(ports)}, mode:{mode})"]
+    for i, port in enumerate(ports):
+        lines.append(f"add FabricIngress.ecmp_members meta.ecmp_group:{gid} meta.ecmp_member:{i} "
+                     f"FabricIngress.set_member(port:{port}, "
+                     f"backup_port:{ports[(i + 1) % len(ports)]})")
+    return lines
+
+
+def leaf(mode: int = 0, uplinks=UP) -> list[str]:
+    lines = ["# leaf: host 10.0.1.n on port n (1..8), uplinks 11..14 (group 1 toward 10.0.2.0/24)",
+             "# port p's MAC 02:01:00:01:00:pp; neighbour host 02:00:0a:00:01:pp or spine "
+             "02:0a:00:00:00:pp"]
+    for n in L.HOST_PORTS:
+        lines.append(f"add FabricIngress.ipv4_route meta.slice_id:0 "
+                     f"hdr.ipv4.dstAddr:{ip32(L.host_ip(n))} FabricIngress.route_to_port(port:{n})")
+    lines.append("add FabricIngress.ipv4_route meta.slice_id:0 hdr.ipv4.dstAddr:0x0a0002** "
+                 "FabricIngress.route_to_group(group:1)")
+    for p in L.HOST_PORTS + UP:
+        lines.append(f"add FabricEgress.port_mac standard_metadata.egress_port:{p} "
+                     f"FabricEgress.set_port_macs(smac:{mac48(L.port_smac(p))}, "
+                     f"dmac:{mac48(L.port_dmac(p))})")
+    return lines + group(1, uplinks, mode) + [""]
+
+
+def routing() -> list[str]:
+    lines = leaf()
+    d = L.udp("10.0.2.5", L.host_ip(3), ttl=64)
+    lines += packet(12, d, "10.0.2.5 -> 10.0.1.3 from an uplink: port 3, port MACs, TTL 63, "
+                    "new checksum") + expect(3, L.routed(d, 3))
+    lines += packet(1, L.udp(L.host_ip(1), L.host_ip(2), ttl=1), "TTL 1: dropped")
+    d = bytes(Ether() / IP(src=L.host_ip(1), dst=L.host_ip(2), options=b"\x01\x01\x01\x00")
+              / UDP(sport=1, dport=2) / Raw(b"x" * 8))
+    lines += packet(1, d, "IPv4 with options (ihl 6): rejected by the parser, dropped")
+    d = bytes(Ether() / IP(src=L.host_ip(1), dst=L.host_ip(4), proto=253) / Raw(b"opaque" * 4))
+    lines += packet(1, d, "IP protocol 253 (unknown): forwarded by IP") + expect(4, L.routed(d, 4))
+    d = L.tcp(L.host_ip(1), L.host_ip(5), 40000, 80)
+    lines += packet(1, d, "TCP to 10.0.1.5") + expect(5, L.routed(d, 5))
+    return lines + ["", "check_counter FabricIngress.port_rx(1) packets == 4",
+                    "check_counter FabricIngress.port_drops(1) packets == 2",
+                    "check_counter FabricEgress.port_tx(3) packets == 1"]
+
+
+def ecmp() -> list[str]:
+    lines = leaf()
+    src, dst = L.host_ip(1), "10.0.2.7"
+    for i in range(12):
+        sport = 0xC000 + 17 * i
+        port = member_port(src, dst, sport, 4791, UP)
+        d = L.udp(src, dst, sport, 4791)
+        lines += packet(1, d, f"{src}:{sport} -> {dst}:4791: crc32 % 4 -> port {port}")
+        lines += expect(port, L.routed(d, port))
+    return lines
+
+
+def pin() -> list[str]:
+    lines = leaf()
+    src, dst, sport = L.host_ip(1), "10.0.2.3", 0xC001
+    hashed = member_port(src, dst, sport, 4791, UP)
+    pinned = next(p for p in UP if p != hashed)
+    lines.insert(-1, f"add FabricIngress.path_pin hdr.ipv4.srcAddr:{ip32(src)} "
+                     f"hdr.ipv4.dstAddr:{ip32(dst)} meta.l4_sport:{sport} meta.l4_dport:4791 "
+                     f"FabricIngress.pin_path(port:{pinned})")
+    d = L.udp(src, dst, sport, 4791)
+    lines += packet(1, d, f"pinned flow: port {pinned} although ECMP picks {hashed}")
+    lines += expect(pinned, L.routed(d, pinned))
+    d = L.udp(src, dst, sport + 1, 4791)
+    other = member_port(src, dst, sport + 1, 4791, UP)
+    lines += packet(1, d, f"same hosts, other source port: not pinned, ECMP port {other}")
+    return lines + expect(other, L.routed(d, other))
+
+
+def spray() -> list[str]:
+    lines = leaf(mode=1)
+    d = L.udp(L.host_ip(1), "10.0.2.3", 0xC001, 4791)
+    for i in range(8):
+        port = UP[i % 4]
+        lines += packet(1, d, f"one flow, packet {i}: round robin -> port {port}")
+        lines += expect(port, L.routed(d, port))
+    return lines
+
+
+def slices() -> list[str]:
+    lines = leaf()[:-1]
+    for sl, ups in ((1, [11, 12]), (2, [13, 14])):
+        lines += group(10 + sl, ups)
+        lines.append(f"add FabricIngress.ipv4_route meta.slice_id:{sl} "
+                     f"hdr.ipv4.dstAddr:0x0a0002** FabricIngress.route_to_group(group:{10 + sl})")
+    lines += ["add FabricIngress.slice_classify 10 standard_metadata.ingress_port:0x001&&&0x1ff "
+              "hdr.ipv4.srcAddr:0x0&&&0x0 FabricIngress.set_slice(slice_id:1)",
+              "add FabricIngress.slice_classify 20 standard_metadata.ingress_port:0x0&&&0x0 "
+              "hdr.ipv4.srcAddr:0x0a0009** FabricIngress.set_slice(slice_id:2)", ""]
+    for i in range(6):
+        sport = 0xC000 + 31 * i
+        for src, ups, why in ((L.host_ip(1), [11, 12], "port 1 is slice 1: uplinks 11/12"),
+                              ("10.0.9.4", [13, 14], "source 10.0.9.0/24 is slice 2 (higher "
+                                                     "priority): uplinks 13/14")):
+            port = member_port(src, "10.0.2.9", sport, 4791, ups)
+            d = L.udp(src, "10.0.2.9", sport, 4791)
+            lines += packet(1, d, f"{why}, this one {port}") + expect(port, L.routed(d, port))
+    return lines
+
+
+def ecn() -> list[str]:
+    lines = leaf()
+    lines.insert(-1, "add FabricEgress.ecn_mark standard_metadata.egress_port:3 "
+                     "FabricEgress.set_ecn_threshold(threshold:0)")
+    lines.insert(-1, "# threshold 0: enq_qdepth (0 here) >= 0, so every ECT packet leaving "
+                     "port 3 is marked")
+    for before, after in ((0, 0), (1, 3), (2, 3), (3, 3)):
+        d = L.udp(L.host_ip(1), L.host_ip(3), ecn=before)
+        lines += packet(1, d, f"ECN {before:02b} -> {after:02b}")
+        lines += expect(3, rewritten(d, 3, ip_tos=after))
+    d = L.udp(L.host_ip(1), L.host_ip(4), ecn=1)
+    lines += packet(1, d, "port 4 has no threshold: ECT(1) stays")
+    return lines + expect(4, L.routed(d, 4))
+
+
+def multicast() -> list[str]:
+    lines = leaf()[:-1] + ["mc_mgrp_create 9"]
+    for handle, port in enumerate((1, 2, 5, 11)):
+        lines += [f"mc_node_create {100 + port} {port}", f"mc_node_associate 9 {handle}"]
+    lines.append(f"add FabricIngress.mcast_route meta.slice_id:0 hdr.ipv4.dstAddr:"
+                 f"{ip32('239.1.0.9')} FabricIngress.set_mcast_group(group:9)")
+    for p in (1, 2, 5):
+        lines.append(f"add FabricEgress.mcast_rewrite meta.mcast_grp:9 "
+                     f"standard_metadata.egress_rid:{100 + p} FabricEgress.rewrite_replica("
+                     f"smac:{mac48(L.port_smac(p))}, dmac:{mac48(L.host_mac(p))}, "
+                     f"dst_ip:{ip32(L.host_ip(p))})")
+    d = L.udp(L.host_ip(1), "239.1.0.9", 0xC000, 4791, ttl=9)
+    lines += [""] + packet(1, d, "host 1 to group 239.1.0.9: hosts 2 and 5 as unicast, "
+                                 "uplink 11 as multicast; never back to port 1")
+    for p in (2, 5):
+        lines += expect(p, rewritten(d, p, ip_dst=L.host_ip(p), udp_chksum=0))
+    lines += expect(11, L.routed(d, 11))
+    return lines + ["check_counter FabricIngress.mcast_packets(9) packets == 1"]
+
+
+def failover() -> list[str]:
+    live = [11, 12, 14]
+    lines = ["# the controller's batch repair after port 13 failed: group 1 without it"]
+    lines += leaf(uplinks=live)
+    for i in range(6):
+        sport = 0xC000 + 7 * i
+        port = member_port(L.host_ip(1), "10.0.2.7", sport, 4791, live)
+        d = L.udp(L.host_ip(1), "10.0.2.7", sport, 4791)
+        lines += packet(1, d, f"3 live members: port {port}, never 13")
+        lines += expect(port, L.routed(d, port))
+    return lines
+
+
+def aggregation() -> list[str]:
+    lines = leaf()[:-1] + ["mc_mgrp_create 5", "mc_node_create 1 1", "mc_node_associate 5 0",
+                           "mc_node_create 2 2", "mc_node_associate 5 1",
+                           f"add FabricIngress.mcast_route meta.slice_id:0 hdr.ipv4.dstAddr:"
+                           f"{ip32('239.1.0.5')} FabricIngress.set_mcast_group(group:5)"]
+    for p in (1, 2):
+        lines.append(f"add FabricEgress.mcast_rewrite meta.mcast_grp:5 "
+                     f"standard_metadata.egress_rid:{p} FabricEgress.rewrite_replica("
+                     f"smac:{mac48(L.port_smac(p))}, dmac:{mac48(L.host_mac(p))}, "
+                     f"dst_ip:{ip32(L.host_ip(p))})")
+    lines.append(f"add FabricIngress.agg_jobs hdr.ipv4.dstAddr:{ip32('10.0.1.253')} "
+                 f"hdr.agg.jobId:7 FabricIngress.agg_job(result_ip:{ip32('239.1.0.5')}, "
+                 f"slot_base:16, num_slots:4, num_workers:2)")
+    values = {0: [i - 16 for i in range(32)],
+              1: [1000 * i + (2**31 - 1 if i == 0 else 0) for i in range(32)]}
+    sums = [((x + y + 2**31) % 2**32) - 2**31 for x, y in zip(values[0], values[1], strict=True)]
+
+    def result(port: int, made_from: int) -> bytes:
+        sent = L.agg(made_from, values[made_from], slot=18)
+        pkt = Ether(L.agg(made_from, sums, slot=18))
+        pkt.src, pkt.dst = L.port_smac(port), L.host_mac(port)
+        pkt[IP].src, pkt[IP].dst, pkt[IP].ttl = "10.0.1.253", L.host_ip(port), 64
+        pkt[UDP].chksum, pkt[Aggregation].flags = 0, 1
+        del pkt[IP].chksum
+        # Switches leave the ICRC alone: the result keeps that of the packet it was made from.
+        return bytes(pkt)[:-4] + sent[-4:]
+
+    lines += [""] + packet(1, L.agg(0, values[0], slot=18),
+                           "worker 0, slot 18 (job slots 16..19): consumed, no output")
+    lines += packet(1, L.agg(0, values[0], slot=18),
+                    "worker 0 again (retransmission): ignored, not counted twice")
+    lines += packet(2, L.agg(1, values[1], slot=18),
+                    "worker 1 completes: the sums (value 0 wraps around) go to both workers")
+    lines += expect(1, result(1, 1)) + expect(2, result(2, 1))
+    lines += packet(1, L.agg(0, values[0], slot=18),
+                    "worker 0 retransmits after completion: the kept result, unicast to it")
+    return lines + expect(1, result(1, 0))
+
+
+FILES = {
+    "routing": ("LPM routing, MAC rewrite, TTL, checksum, IPv4 options, unknown protocol", routing),
+    "ecmp": ("ECMP member = crc32(src, dst, proto, sport, dport) % size", ecmp),
+    "pin": ("an exact pin (src, dst, sport, dport) overrides ECMP", pin),
+    "spray": ("per-packet round-robin spraying (group mode 1) over every member", spray),
+    "slices": ("vClos slices by ingress port and source prefix, each on its own uplinks", slices),
+    "ecn": ("ECN CE marking in egress, ECT packets only, per-port threshold", ecn),
+    "multicast": ("multicast per slice, per-replica rewrite, no copy back to the ingress port",
+                  multicast),
+    "failover": ("a port removed from a group by the controller (the liveness register is "
+                 "tested in tests/p4src: STF cannot write registers)", failover),
+    "aggregation": ("in-network aggregation of 2 workers: sums, duplicates, kept result",
+                    aggregation),
+}
+
+if __name__ == "__main__":
+    for name, (title, build) in FILES.items():
+        (HERE / f"{name}.stf").write_text(f"# fabric.p4: {title}\n" + "\n".join(build()) + "\n")
+        print(f"wrote {name}.stf")

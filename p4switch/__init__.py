@@ -1,0 +1,43 @@
+"""p4switch: a P4_16 compiler and v1model (BMv2 simple_switch) software switch in Python.
+
+    sw = p4switch.load("prog.p4")
+    sw.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0a000100, 24)},
+                 "MyIngress.forward", {"port": 2})
+    sw.process(1, packet_bytes)  # -> [(egress_port, bytes), ...]
+"""
+from __future__ import annotations
+
+from .engine import P4AssertionError
+from .errors import P4CompileError
+
+__all__ = ["EgressJob", "P4AssertionError", "P4CompileError", "Switch", "compile_program", "load",
+           "load_config"]
+
+
+def compile_program(path, include_dirs=(), defines=None):
+    """-> (p4info_pb2.P4Info, device config bytes). Raises P4CompileError."""
+    from . import frontend, p4info
+    program = frontend.compile_file(str(path), include_dirs, defines)
+    return p4info.build(program), frontend.config_bytes(program)
+
+
+def load(path, include_dirs=(), defines=None, cpu_port=None):
+    """Compiles a P4 program and returns a Switch running it. Raises P4CompileError."""
+    from . import frontend, p4info
+    from .switch import Switch
+    program = frontend.compile_file(str(path), include_dirs, defines)
+    return Switch(program, p4info.build(program), cpu_port=cpu_port)
+
+
+def load_config(info, config: bytes, cpu_port=None):
+    """A Switch from `p4switch compile` outputs (P4Info message and device config bytes)."""
+    from . import frontend
+    from .switch import Switch
+    return Switch(frontend.program_from_config(config), info, cpu_port=cpu_port)
+
+
+def __getattr__(name):
+    if name in ("Switch", "EgressJob"):
+        from . import switch
+        return getattr(switch, name)
+    raise AttributeError(name)

@@ -1,0 +1,40 @@
+"""`p4switch compile`: P4 source -> P4Info (text format) and device config (JSON)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from google.protobuf import text_format
+
+from .errors import P4CompileError
+
+
+@click.command("compile")
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.option("--p4info", "p4info_path", type=click.Path(dir_okay=False), help="write P4Info here (text format)")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="write the device config here (JSON)")
+@click.option("-I", "include_dirs", multiple=True, type=click.Path(file_okay=False), help="extra include directory")
+@click.option("-D", "defines", multiple=True, help="preprocessor define NAME or NAME=VALUE")
+def compile_command(program, p4info_path, config_path, include_dirs, defines):
+    """Check PROGRAM and write its P4Info and device config."""
+    from . import frontend, p4info
+    macros = {}
+    for d in defines:
+        key, _, value = d.partition("=")
+        macros[key] = value if _ else None
+    try:
+        prog = frontend.compile_file(program, include_dirs, macros)
+        info = p4info.build(prog)
+    except P4CompileError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(1)
+    try:
+        if p4info_path:
+            Path(p4info_path).write_text(text_format.MessageToString(info))
+        if config_path:
+            Path(config_path).write_bytes(frontend.config_bytes(prog))
+    except OSError as exc:
+        raise click.ClickException(f"cannot write output: {exc.strerror}: {exc.filename}") from None
+    click.echo(f"{program}: {len(prog.tables)} tables, {len(info.actions)} actions, "
+               f"{len(prog.externs)} extern instances", err=True)

@@ -1,0 +1,1 @@
+"""The p4switch device: ports, traffic manager and the `p4switch run` process."""

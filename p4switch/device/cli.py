@@ -1,0 +1,140 @@
+"""`p4switch run`: the switch as a process, with the command line of simple_switch_grpc."""
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+import threading
+
+import click
+
+from .traffic_manager import parse_rate
+
+
+def _port_spec(ctx, param, values):
+    ports = {}
+    for value in values:
+        number, sep, ifname = value.partition("@")
+        if not sep or not number.isdigit() or not ifname:
+            raise click.BadParameter(f"'{value}' is not PORT@INTERFACE (e.g. 1@veth1)")
+        if int(number) > 511:
+            raise click.BadParameter(f"'{value}': ports are 9-bit, 0..511")
+        if int(number) in ports:
+            raise click.BadParameter(f"port {number} is given twice")
+        try:
+            socket.if_nametoindex(ifname)
+        except OSError:
+            raise click.BadParameter(f"interface '{ifname}' does not exist in this network "
+                                     "namespace") from None
+        ports[int(number)] = ifname
+    return ports
+
+
+def _per_port(kind, parse, minimum):
+    def convert(ctx, param, values):
+        settings = []
+        for value in values:
+            port, sep, amount = value.rpartition("=")
+            try:
+                settings.append((int(port) if sep else None, parse(amount)))
+            except ValueError:
+                raise click.BadParameter(f"'{value}' is not [PORT=]{kind}") from None
+            if minimum is not None and settings[-1][1] < minimum:
+                raise click.BadParameter(f"'{value}': {kind} out of range")
+        return settings
+    return convert
+
+
+@click.command("run")
+@click.argument("program", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--no-p4", is_flag=True, help="Start without a program; a controller pushes one "
+              "with SetForwardingPipelineConfig.")
+@click.option("-i", "--interface", "interfaces", multiple=True, callback=_port_spec,
+              metavar="PORT@IFACE", help="Attach a Linux interface as switch port PORT.")
+@click.option("--device-id", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--grpc-addr", "--grpc-server-addr", "grpc_addr", default="127.0.0.1:9559",
+              show_default=True, help="P4Runtime listen address (port 0: any free port).")
+@click.option("--cpu-port", type=click.IntRange(0, 511), default=None,
+              help="Port whose packets become PacketIn and where PacketOut enters.")
+@click.option("--log-console", is_flag=True, help="Per-packet log on stdout.")
+@click.option("--log-file", type=click.Path(dir_okay=False), help="Per-packet log to a file.")
+@click.option("--queue-rate", multiple=True, callback=_per_port("RATE", parse_rate, None),
+              metavar="[PORT=]RATE", help="Egress queue service rate: packets/s, or with a "
+              "unit (500pps, 10mbps); 0 = unlimited.")
+@click.option("--queue-depth", multiple=True, callback=_per_port("PKTS", int, 1),
+              metavar="[PORT=]PKTS", help="Egress queue depth in packets (default 64).")
+@click.option("--pcap", "pcap_dir", type=click.Path(file_okay=False),
+              help="Write <iface>_in.pcap / <iface>_out.pcap here.")
+@click.option("--control-socket", type=click.Path(dir_okay=False),
+              help="Unix socket for run-time set_queue_rate / set_queue_depth.")
+@click.option("-I", "--include", "include_dirs", multiple=True,
+              type=click.Path(file_okay=False), help="Include directory for PROGRAM.")
+def run_command(program, no_p4, interfaces, device_id, grpc_addr, cpu_port, log_console,
+                log_file, queue_rate, queue_depth, pcap_dir, control_socket, include_dirs):
+    """Run a v1model switch on Linux interfaces, serving P4Runtime (like simple_switch_grpc).
+
+    PROGRAM is a P4_16 file to start with; or --no-p4 to wait for a controller."""
+    if bool(program) == no_p4:
+        raise click.UsageError("give either PROGRAM or --no-p4")
+    if cpu_port is not None and cpu_port in interfaces:
+        raise click.BadParameter(f"port {cpu_port} is both the CPU port and an interface",
+                                 param_hint="--cpu-port")
+    from p4.v1 import p4runtime_pb2
+
+    from ..runtime.errors import P4RuntimeError
+    from ..runtime.server import serve
+    from .control import ControlServer
+    from .device import Device
+    from .log import EventLog
+    from .traffic_manager import TrafficManager
+
+    config = _compile(program, include_dirs) if program else None
+    tm = TrafficManager()
+    for port, (rate, unit) in sorted(queue_rate, key=lambda s: s[0] is not None):
+        tm.set_rate(port, rate, unit)
+    for port, depth in sorted(queue_depth, key=lambda s: s[0] is not None):
+        tm.set_depth(port, depth)
+    log = EventLog(log_console, log_file)
+    try:
+        device = Device(interfaces, cpu_port, tm, log, pcap_dir)
+    except OSError as exc:
+        raise click.ClickException(f"cannot open the ports: {exc}") from None
+    try:
+        server, service, bound = serve(device, device_id, grpc_addr)
+    except (OSError, RuntimeError) as exc:
+        device.close()
+        raise click.ClickException(str(exc)) from None
+    if config is not None:
+        try:
+            service.commit(p4runtime_pb2.ForwardingPipelineConfig(p4info=config[0],
+                                                                  p4_device_config=config[1]))
+        except P4RuntimeError as exc:
+            server.stop(grace=0)
+            device.close()
+            raise click.ClickException(f"{program}: {exc.message}") from None
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    control = ControlServer(control_socket, tm) if control_socket else None
+    device.start()
+    host = grpc_addr.rsplit(":", 1)[0]
+    ports = ", ".join(f"{n}@{name}" for n, name in sorted(interfaces.items())) or "none"
+    print(f"p4switch: device {device_id}, ports {ports}, cpu port {cpu_port}, "
+          f"P4Runtime server listening on {host}:{bound}", flush=True)
+
+    while not stop.wait(1.0):
+        pass
+    print("p4switch: shutting down", file=sys.stderr, flush=True)
+    server.stop(grace=0.5).wait()
+    if control:
+        control.close()
+    device.stop()
+    log.close()
+
+
+def _compile(program, include_dirs):
+    import p4switch
+    try:
+        return p4switch.compile_program(program, include_dirs=tuple(include_dirs))
+    except p4switch.P4CompileError as exc:
+        raise click.ClickException(str(exc)) from None

@@ -1,0 +1,228 @@
+"""What the lowering passes share: tree helpers, typed expressions, scopes, the code writer and
+the `Program` they produce (generated Python source plus the control-plane description)."""
+from __future__ import annotations
+
+import json
+import keyword
+import re
+
+from lark import Token, Tree
+
+from . import types as T
+
+# ------------------------------------------------------------------ helpers
+
+
+class Fail(Exception):
+    """Internal: an error at a tree node or token, turned into P4CompileError by the driver."""
+
+    def __init__(self, where, message: str):
+        super().__init__(message)
+        self.where, self.message = where, message
+
+
+def pos(node) -> tuple[int, int]:
+    if isinstance(node, Token):
+        return node.line, node.column
+    if isinstance(node, Tree):
+        if getattr(node.meta, "empty", True) is False:
+            return node.meta.line, node.meta.column
+        for child in node.children:
+            if isinstance(child, Token | Tree):
+                return pos(child)
+    return 0, 0
+
+
+def sub(tree: Tree, data: str):
+    return [c for c in tree.children if isinstance(c, Tree) and c.data == data]
+
+
+def sub1(tree: Tree, data: str):
+    found = sub(tree, data)
+    return found[0] if found else None
+
+
+def tok(tree: Tree, ttype: str):
+    for c in tree.children:
+        if isinstance(c, Token) and c.type == ttype:
+            return c
+    return None
+
+
+def name_tok(node) -> Token:
+    """The token of a `name` subtree (or a bare identifier token)."""
+    if isinstance(node, Token):
+        return node
+    return node.children[0]
+
+
+def parse_int(text: str) -> tuple[int, T.Type]:
+    """A P4 integer literal -> (value, type)."""
+    text = text.replace("_", "")
+    m = re.match(r"^(\d+)([ws])(.*)$", text)
+    width, signed = None, False
+    if m:
+        width, signed, text = int(m.group(1)), m.group(2) == "s", m.group(3)
+    low = text.lower()
+    if low.startswith("0x"):
+        value = int(low[2:], 16)
+    elif low.startswith("0b"):
+        value = int(low[2:], 2)
+    elif low.startswith("0o"):
+        value = int(low[2:], 8)
+    elif low.startswith("0d"):
+        value = int(low[2:], 10)
+    else:
+        value = int(low, 10)
+    if width is None:
+        return value, T.INT
+    t = T.BitsT(width, signed)
+    return wrap(value, t), t
+
+
+def wrap(value: int, t: T.BitsT) -> int:
+    value &= t.mask
+    if t.signed and value >> (t.width - 1):
+        value -= 1 << t.width
+    return value
+
+
+def annotations_of(tree: Tree) -> dict[str, list]:
+    """{annotation name: list of body tokens as (type, value)}."""
+    out: dict[str, list] = {}
+    node = sub1(tree, "annotations")
+    if node is None:
+        return out
+    for t in node.children:
+        name, _, body = t.value.partition("\0")
+        out[name[1:]] = [tuple(item) for item in json.loads(body)] if body else []
+    return out
+
+
+def anno_string(annos: dict, key: str) -> str | None:
+    body = annos.get(key)
+    if not body:
+        return None
+    for ttype, value in body:
+        if ttype == "STRING_LITERAL":
+            return json.loads(value)
+    return None
+
+
+def anno_int(annos: dict, key: str) -> int | None:
+    body = annos.get(key)
+    if not body:
+        return None
+    for ttype, value in body:
+        if ttype == "INTEGER":
+            return parse_int(value)[0]
+    return None
+
+
+_RESERVED_ATTRS = {"_v", "_W", "_mk", "_copy", "_t", "_ext", "_peek", "_int", "_emit"}
+
+
+def attr(name: str) -> str:
+    """The Python attribute holding P4 field/variable `name` (keywords get a trailing _)."""
+    if keyword.iskeyword(name) or name in _RESERVED_ATTRS or name in ("None", "True", "False"):
+        return name + "_"
+    return name
+
+
+def pyname(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+
+
+# ------------------------------------------------------------------ values and scopes
+
+
+class Ex:
+    """A typed expression: Python source `code`, P4 type, constant value if known."""
+
+    __slots__ = ("code", "type", "const", "lv", "node", "what", "readonly", "obj")
+
+    def __init__(self, code, type_, const=None, lv=False, node=None, what=None, readonly=None,
+                 obj=None):
+        self.code, self.type, self.const, self.lv, self.node = code, type_, const, lv, node
+        self.what, self.readonly, self.obj = what, readonly, obj
+
+
+class Var:
+    """A named value: variable, parameter, constant, instance, action, table, ..."""
+
+    def __init__(self, kind, name, type_, code, direction=None, const=None, decl=None):
+        self.kind, self.name, self.type, self.code = kind, name, type_, code
+        self.direction, self.const, self.decl = direction, const, decl
+
+
+class Scope:
+    def __init__(self, parent=None):
+        self.parent, self.names = parent, {}
+
+    def lookup(self, name):
+        s = self
+        while s is not None:
+            if name in s.names:
+                return s.names[name]
+            s = s.parent
+        return None
+
+    def declare(self, name_token, var, where=None):
+        if name_token.value in self.names:
+            raise Fail(where or name_token, f"'{name_token.value}' is already declared in this scope")
+        self.names[name_token.value] = var
+
+
+class Writer:
+    def __init__(self):
+        self.lines: list[str] = []
+        self.level = 0
+
+    def __call__(self, line: str):
+        self.lines.append("    " * self.level + line)
+
+    def indent(self):
+        self.level += 1
+
+    def dedent(self):
+        self.level -= 1
+
+
+# ------------------------------------------------------------------ the program description
+
+
+class Program:
+    """Everything the runtime and P4Info need: generated source and control-plane objects."""
+
+    def __init__(self):
+        self.source = ""
+        self.tables: dict[str, dict] = {}
+        self.actions: dict[str, dict] = {}
+        self.externs: dict[str, dict] = {}      # fq name -> {kind, size, ...}
+        self.digests: dict[str, dict] = {}
+        self.controller_headers: dict[str, dict] = {}
+        self.value_sets: dict[str, dict] = {}
+        self.type_info: dict[str, dict] = {}
+        self.errors: list[str] = []
+        self.enums: dict[str, dict] = {}
+        self.new_types: dict[str, dict] = {}
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in ("source", "tables", "actions", "externs", "digests",
+                                               "controller_headers", "value_sets", "type_info",
+                                               "errors", "enums", "new_types")}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Program:
+        p = cls()
+        for k, v in data.items():
+            setattr(p, k, v)
+        return p
+
+
+class Ctx:
+    """What a statement list is compiled inside of."""
+
+    def __init__(self, kind, fq="", frame=False, outs=(), ret_type=None):
+        self.kind, self.fq, self.frame, self.outs = kind, fq, frame, list(outs)
+        self.ret_type = ret_type

@@ -1,0 +1,468 @@
+"""Lowering, part 4: calls of actions, functions, methods and the v1model externs."""
+from __future__ import annotations
+
+from lark import Tree
+
+from . import types as T
+from .ir import (
+    Ex,
+    Fail,
+    Writer,
+    attr,
+    name_tok,
+    pos,
+    sub,
+    sub1,
+)
+
+_V1_FUNCS = {"mark_to_drop", "hash", "random", "digest", "verify_checksum", "update_checksum",
+             "verify_checksum_with_payload", "update_checksum_with_payload", "clone", "clone3",
+             "clone_preserving_field_list", "resubmit", "resubmit_preserving_field_list",
+             "recirculate", "recirculate_preserving_field_list", "truncate", "assert", "assume",
+             "log_msg", "verify"}
+
+
+class Calls:
+    # ---------------------------------------------------------- calls
+    def args_of(self, args_node):
+        return [a for a in (args_node.children if args_node is not None else [])]
+
+    def out_assign(self, arg, value_code, value_type, scope, w, ctx):
+        """Stores a value computed by an extern into an `out` argument."""
+        if isinstance(arg, Tree) and arg.data == "e_dontcare":
+            return
+        target = self.expr(arg, scope, w, ctx, lvalue=True)
+        self.check_writable(target, arg)
+        tt = T.strip(target.type)
+        if isinstance(tt, T.BitsT):
+            code = self.wrap_code(value_code, tt)
+        elif isinstance(tt, T.EnumT) and tt.base is not None:
+            code = self.wrap_code(value_code, tt.base)
+        elif tt is T.BOOL:
+            code = f"bool({value_code})"
+        else:
+            code = value_code
+        self.store(target, code, w)
+
+    def call(self, callee, args_node, targs_node, scope, w, ctx, where):
+        args = self.args_of(args_node)
+        if isinstance(callee, Tree) and callee.data == "e_member":
+            base_node = callee.children[0]
+            m = name_tok(callee.children[1])
+            base = self.expr(base_node, scope, w, ctx)
+            return self.method(base, base_node, m, args, targs_node, scope, w, ctx, where)
+        name = self.simple_name(callee)
+        if name is None:
+            raise Fail(callee, "this expression cannot be called")
+        var = scope.lookup(name.value)
+        if var is None:
+            raise Fail(name, f"unknown name '{name.value}'")
+        if var.kind == "action":
+            return self.call_action(var, args, scope, w, ctx, where)
+        if var.kind == "function":
+            return self.call_function(var, args, scope, w, ctx, where)
+        if var.kind == "extern_fn":
+            return self.call_extern_fn(var, args, targs_node, scope, w, ctx, where)
+        raise Fail(name, f"'{name.value}' cannot be called")
+
+    def positional(self, args, names, where, defaults=None):
+        """Arguments in parameter order; `f(b = 1, a = 2)` names every argument or none; missing
+        trailing (or unnamed) parameters take their declared default values."""
+        defaults = defaults or {}
+        named = [a for a in args if isinstance(a, Tree) and a.data == "named_arg"]
+        if not named:
+            rest = [defaults.get(n) for n in names[len(args):]]
+            return list(args) + rest if rest and all(r is not None for r in rest) else args
+        if len(named) != len(args):
+            raise Fail(where, "either all arguments are named or none is")
+        given = {}
+        for a in named:
+            n = name_tok(a.children[0])
+            if n.value not in names:
+                raise Fail(n, f"no parameter named '{n.value}'")
+            if n.value in given:
+                raise Fail(n, f"argument '{n.value}' is given twice")
+            given[n.value] = a.children[1]
+        for n in names:
+            if n not in given and defaults.get(n) is not None:
+                given[n] = defaults[n]
+        missing = [n for n in names if n not in given]
+        if missing:
+            raise Fail(where, f"missing argument '{missing[0]}'")
+        return [given[n] for n in names]
+
+    def proto_names(self, proto):
+        return [name_tok(sub1(p, "name")).value for p in sub(sub1(proto, "params"), "param")]
+
+    def bind_params(self, params, args, scope, w, ctx, where, what):
+        args = self.positional(args, [p["name"] for p in params], where,
+                               {p["name"]: p["default"] for p in params})
+        if len(args) != len(params):
+            raise Fail(where, f"{what} takes {len(params)} argument(s), {len(args)} given")
+        codes, outs = [], []
+        for a, p in zip(args, params, strict=True):
+            if p["dir"] in ("out", "inout"):
+                target = self.expr(a, scope, w, ctx, p["type"], lvalue=True)
+                if target.type is not T.DONTCARE:
+                    self.check_writable(target, a)
+                    self.coerce(target, p["type"], a)
+                if self.is_composite(p["type"]):
+                    codes.append(target.code)
+                else:
+                    codes.append(target.code if p["dir"] == "inout" else self.default_value(p["type"]))
+                    outs.append(target)
+            else:
+                ex = self.coerce(self.expr(a, scope, w, ctx, p["type"]), p["type"], a)
+                codes.append(self.copy_code(ex))
+        return codes, outs
+
+    def call_action(self, var, args, scope, w, ctx, where):
+        self.prog.actions[var.fq]["called"] = True
+        codes, outs = self.bind_params(var.params, args, scope, w, ctx, where, f"action '{var.name}'")
+        call = f"{var.code}({', '.join(['F' if ctx.frame else 'None'] + codes)})"
+        if outs:
+            tmp = self.fresh("r")
+            w(f"{tmp} = {call}")
+            for i, o in enumerate(outs):
+                if o.type is not T.DONTCARE:
+                    self.store(o, f"{tmp}[{i}]", w)
+            return Ex("None", T.VOID)
+        w(call)
+        return Ex("None", T.VOID)
+
+    def call_function(self, var, args, scope, w, ctx, where):
+        codes, outs = self.bind_params(var.params, args, scope, w, ctx, where, f"function '{var.name}'")
+        call = f"{var.code}({', '.join(codes)})"
+        if outs:
+            tmp = self.fresh("r")
+            w(f"{tmp} = {call}")
+            for i, o in enumerate(outs):
+                if o.type is not T.DONTCARE:
+                    self.store(o, f"{tmp}[{i + 1}]", w)
+            return Ex(f"{tmp}[0]", var.type)
+        return Ex(call, var.type)
+
+    def call_extern_fn(self, var, args, targs_node, scope, w, ctx, where):
+        name = var.name
+        fitting = [p for p in var.decl if len(sub(sub1(p, "params"), "param")) == len(args)]
+        if fitting:
+            args = self.positional(args, self.proto_names(fitting[0]), where)
+        arities = {len(sub(sub1(p, "params"), "param")) for p in var.decl}
+        if len(args) not in arities:
+            want = " or ".join(str(a) for a in sorted(arities))
+            raise Fail(where, f"'{name}' takes {want} argument(s), {len(args)} given")
+        if name not in _V1_FUNCS:
+            raise Fail(where, f"extern function '{name}' is not supported by p4switch")
+        E = lambda i, t=None: self.expr(args[i], scope, w, ctx, t)  # noqa: E731
+        if name == "mark_to_drop":
+            sm = E(0)
+            w(f"{sm.code}.egress_spec = 511")
+            w(f"{sm.code}.mcast_grp = 0")
+            return Ex("None", T.VOID)
+        if name == "verify":
+            c = E(0)
+            if c.type is not T.BOOL:
+                raise Fail(args[0], f"verify needs a bool condition, not {c.type}")
+            e = E(1)
+            w(f"if not {c.code}: raise _Reject({e.code})")
+            return Ex("None", T.VOID)
+        if name in ("assert", "assume"):
+            c = E(0)
+            if c.type is not T.BOOL:
+                raise Fail(args[0], f"{name} needs a bool condition, not {c.type}")
+            line, col = pos(where)
+            w(f"if not {c.code}: _assert_fail({name!r}, {line})")
+            return Ex("None", T.VOID)
+        if name == "hash":
+            algo = self.algo(args[1], scope, ctx)
+            base = E(2)
+            data = self.pack(E(3), args[3])
+            mx = E(4)
+            h = f"_hash({algo!r}, {data})"
+            if mx.const == 0:
+                value = f"({base.code} + {h})"
+            else:
+                value = f"({base.code} + _mod({h}, {mx.code}))"
+            self.out_assign(args[0], value, None, scope, w, ctx)
+            return Ex("None", T.VOID)
+        if name == "random":
+            lo, hi = E(1), E(2)
+            self.out_assign(args[0], f"_random({lo.code}, {hi.code})", None, scope, w, ctx)
+            return Ex("None", T.VOID)
+        if name in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
+                    "update_checksum_with_payload"):
+            c = E(0)
+            if c.type is not T.BOOL:
+                raise Fail(args[0], f"{name} needs a bool condition, not {c.type}")
+            data = self.pack(E(1), args[1])
+            if name.endswith("_with_payload"):
+                data = f"({data} + _S.payload)"
+            algo = self.algo(args[3], scope, ctx)
+            if name.startswith("verify"):
+                ck = E(2)
+                w(f"if {c.code} and _hash({algo!r}, {data}) != {ck.code}: _S.sm.checksum_error = 1")
+            else:
+                w(f"if {c.code}:")
+                w.indent()
+                self.out_assign(args[2], f"_hash({algo!r}, {data})", None, scope, w, ctx)
+                w.dedent()
+            return Ex("None", T.VOID)
+        if name in ("clone", "clone3", "clone_preserving_field_list"):
+            kind = E(0)
+            session = E(1)
+            fl = "None"
+            if name == "clone_preserving_field_list":
+                fl = repr(self.const_int(args[2], scope))
+            w(f"_S.clone = ({kind.code}, {session.code}, {fl})")
+            return Ex("None", T.VOID)
+        if name in ("resubmit", "resubmit_preserving_field_list", "recirculate",
+                    "recirculate_preserving_field_list"):
+            fl = repr(self.const_int(args[0], scope)) if name.endswith("field_list") else "-1"
+            slot = "resubmit" if name.startswith("resubmit") else "recirculate"
+            w(f"_S.{slot} = {fl}")
+            return Ex("None", T.VOID)
+        if name == "truncate":
+            n = E(0)
+            # BMv2 keeps the smallest length asked for; copies of the packet do not inherit it
+            w(f"_S.truncate = {n.code} if _S.truncate is None else min(_S.truncate, {n.code})")
+            return Ex("None", T.VOID)
+        if name == "digest":
+            E(0)
+            if targs_node is not None:
+                dtype = self.resolve_type(targs_node.children[0], scope)
+                data = self.coerce(E(1, dtype), dtype, args[1])
+            else:
+                data = E(1)
+            dt = T.strip(data.type)
+            if not isinstance(dt, T.StructT):
+                raise Fail(args[1], "digest data must be a struct (p4switch names the digest after its type)")
+            self.prog.digests.setdefault(dt.name, {"fields": [(f, T.bits_width(ft)) for f, ft in dt.fields],
+                                                   "type": dt.name})
+            # BMv2 reads the digest's fields at the end of ingress, and keeps one digest per packet
+            w(f"_S.digest = ({dt.name!r}, lambda: {data.code})")
+            self.prog.digests[dt.name]["attrs"] = [attr(f) for f, _ in dt.fields]
+            return Ex("None", T.VOID)
+        if name == "log_msg":
+            msg = E(0)
+            if len(args) > 1:
+                data = E(1)
+                values = self.flat_values(data)
+                w(f"if _LOG: _log(_format({msg.code}, ({''.join(v + ', ' for v in values)})))")
+            else:
+                w(f"if _LOG: _log({msg.code})")
+            return Ex("None", T.VOID)
+        raise Fail(where, f"extern function '{name}' is not supported by p4switch")
+
+    def algo(self, node, scope, ctx):
+        ex = self.expr(node, scope, Writer(), ctx)
+        if not ex.what or not ex.what.startswith("HashAlgorithm."):
+            raise Fail(node, "the hash algorithm must be a HashAlgorithm member")
+        return ex.what.split(".", 1)[1]
+
+    def flat_values(self, ex):
+        if ex.what == "list":
+            out = []
+            for i in ex.obj:
+                out.extend(self.flat_values(i))
+            return out
+        t = T.strip(ex.type)
+        if isinstance(t, T.FieldsT):
+            return [f"{ex.code}.{attr(f)}" for f, _ in t.fields]
+        return [ex.code]
+
+    def flat_bits(self, ex, node):
+        """[(code, width)] of the fields of a data argument, in order."""
+        if ex.what == "list":
+            out = []
+            for i in ex.obj:
+                out.extend(self.flat_bits(i, i.node or node))
+            return out
+        t = T.strip(ex.type)
+        if isinstance(t, T.HeaderT | T.StructT):
+            out = []
+            for f, ft in t.fields:
+                out.extend(self.flat_bits(Ex(f"{ex.code}.{attr(f)}", ft), node))
+            return out
+        if isinstance(t, T.BitsT):
+            return [(ex.code if not t.signed else f"({ex.code} & {t.mask:#x})", t.width)]
+        if t is T.BOOL:
+            return [(f"int({ex.code})", 1)]
+        if isinstance(t, T.EnumT) and t.base is not None:
+            return [(f"({ex.code} & {t.base.mask:#x})", t.base.width)]
+        if t is T.INT:
+            raise Fail(node, "integer literals in field lists need a width (write e.g. 8w0)")
+        if isinstance(t, T.VarbitT):
+            raise Fail(node, "varbit fields cannot be part of a field list in p4switch")
+        raise Fail(node, f"a value of type {ex.type} cannot be part of a field list")
+
+    def pack(self, ex, node):
+        parts = self.flat_bits(ex, node)
+        total = sum(wd for _, wd in parts)
+        if not parts:
+            return "b''"
+        shift = total
+        terms = []
+        for code, wd in parts:
+            shift -= wd
+            terms.append(f"({code}) << {shift}" if shift else f"({code})")
+        return f"_bytes({' | '.join(terms)}, {total})"
+
+    def method(self, base, base_node, m, args, targs_node, scope, w, ctx, where):
+        bt = T.strip(base.type) if base.type is not None else None
+        mv = m.value
+        if isinstance(bt, T.HeaderT) and mv in ("isValid", "setValid", "setInvalid"):
+            if args:
+                raise Fail(where, f"{mv}() takes no arguments")
+            if mv == "isValid":
+                return Ex(f"{base.code}._v", T.BOOL)
+            if mv == "setValid" and base.what and base.what.startswith("umember:"):
+                _, parent, field = base.what.split(":")
+                for f, _ in base.obj.fields:
+                    if f != field:
+                        w(f"{parent}.{attr(f)}._v = False")
+            w(f"{base.code}._v = {mv == 'setValid'}")
+            return Ex("None", T.VOID)
+        if isinstance(bt, T.UnionT) and mv == "isValid":
+            return Ex("(" + " or ".join(f"{base.code}.{attr(f)}._v" for f, _ in bt.fields) + ")", T.BOOL)
+        if isinstance(bt, T.FieldsT | T.StackT) and mv in ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes"):
+            bits = (sum(T.bits_width(ft) for _, ft in bt.fields if not isinstance(T.strip(ft), T.VarbitT))
+                    if isinstance(bt, T.FieldsT) else T.bits_width(bt))
+            v = bits if mv.endswith("Bits") else (bits + 7) // 8
+            return Ex(repr(v), T.INT, const=v)
+        if isinstance(bt, T.StackT) and mv in ("push_front", "pop_front"):
+            if len(args) != 1:
+                raise Fail(where, f"{mv} takes 1 argument, {len(args)} given")
+            n = self.const_int(args[0], scope)
+            w(f"{base.code}.{mv}({n})")
+            return Ex("None", T.VOID)
+        if base.what == "table":
+            if mv != "apply":
+                raise Fail(m, f"a table has no method '{mv}'")
+            if args:
+                raise Fail(where, "apply() takes no arguments")
+            base.obj.spec["applied"] = True
+            return Ex(f"{base.obj.code}(F)", None, what="table_result", obj=base.obj)
+        if base.what in ("subcontrol", "subparser"):
+            if mv != "apply":
+                raise Fail(m, f"'{base.obj.name}' has no method '{mv}'")
+            params = self.params(sub1(base.obj.type.decl, "params"))
+            codes, outs = self.bind_params(params, args, scope, w, ctx, where, f"'{base.obj.name}.apply'")
+            call = f"{base.obj.code}({', '.join(codes)})"
+            if outs:
+                tmp = self.fresh("r")
+                w(f"{tmp} = {call}")
+                for i, o in enumerate(outs):
+                    self.store(o, f"{tmp}[{i}]", w)
+            else:
+                w(call)
+            return Ex("None", T.VOID)
+        if isinstance(bt, T.ObjT) and bt.kind == "extern":
+            return self.extern_method(base, bt, m, args, targs_node, scope, w, ctx, where)
+        raise Fail(m, f"a value of type {base.type} has no method '{mv}'")
+
+    def extern_method(self, base, bt, m, args, targs_node, scope, w, ctx, where):
+        kind, mv = bt.name, m.value
+        E = lambda i, t=None: self.expr(args[i], scope, w, ctx, t)  # noqa: E731
+        protos = [p for p in sub(bt.decl, "method_proto") if name_tok(sub1(sub1(p, "function_proto"), "name")).value == mv]
+        if not protos:
+            raise Fail(m, f"extern '{kind}' has no method '{mv}'")
+        arities = {len(sub(sub1(sub1(p, "function_proto"), "params"), "param")) for p in protos}
+        fitting = [p for p in protos if len(sub(sub1(sub1(p, "function_proto"), "params"), "param")) == len(args)]
+        if fitting:
+            args = self.positional(args, self.proto_names(sub1(fitting[0], "function_proto")), where)
+        if len(args) not in arities:
+            want = " or ".join(str(a) for a in sorted(arities))
+            raise Fail(where, f"'{kind}.{mv}' takes {want} argument(s), {len(args)} given")
+        targs = getattr(bt, "args", [])
+        if kind == "packet_in":
+            if mv == "extract":
+                h = self.expr(args[0], scope, w, ctx, lvalue=True)
+                if not isinstance(T.strip(h.type), T.HeaderT):
+                    raise Fail(args[0], f"extract needs a header, not {h.type}")
+                has_varbit = any(isinstance(T.strip(ft), T.VarbitT) for _, ft in T.strip(h.type).fields)
+                if len(args) == 2:
+                    if not has_varbit:
+                        raise Fail(where, f"two-argument extract needs a header with a varbit field, not {h.type}")
+                    if h.what and h.what.startswith("next:"):
+                        raise Fail(where, "two-argument extract into a header stack is not supported by p4switch")
+                    size = self.coerce(E(1), T.BitsT(32), args[1])
+                    w(f"{h.code}._extv({base.code}, {size.code})")
+                    return Ex("None", T.VOID)
+                if has_varbit:
+                    raise Fail(where, f"header {h.type} has a varbit field: use extract(hdr, sizeInBits)")
+                if h.what and h.what.startswith("next:"):
+                    w(f"{h.what[5:]}._ext_next({base.code})")
+                else:
+                    if h.what and h.what.startswith("umember:"):
+                        _, parent, field = h.what.split(":")
+                        for f, _ in h.obj.fields:
+                            if f != field:
+                                w(f"{parent}.{attr(f)}._v = False")
+                    w(f"{h.code}._ext({base.code})")
+                return Ex("None", T.VOID)
+            if mv == "lookahead":
+                if targs_node is None:
+                    raise Fail(where, "lookahead needs a type argument: lookahead<T>()")
+                t = self.resolve_type(targs_node.children[0], scope)
+                st = T.strip(t)
+                if isinstance(st, T.HeaderT):
+                    if any(isinstance(T.strip(ft), T.VarbitT) for _, ft in st.fields):
+                        raise Fail(where, "lookahead of a header with a varbit field is not supported")
+                    return Ex(f"{self.class_of(st)}._peek({base.code})", t)
+                width = T.bits_width(t)
+                if st is T.BOOL:
+                    return Ex(f"({base.code}.peek(1) != 0)", t)
+                return Ex(f"{base.code}.peek({width})", t)
+            if mv == "advance":
+                n = E(0)
+                w(f"{base.code}.advance({n.code})")
+                return Ex("None", T.VOID)
+            if mv == "length":
+                return Ex(f"({base.code}.n >> 3)", T.BitsT(32))
+        if kind == "packet_out" and mv == "emit":
+            h = E(0)
+            self.emit_code(h, base.code, w, args[0])
+            return Ex("None", T.VOID)
+        if kind == "register":
+            if mv == "read":
+                if len(args) == 2:
+                    idx = E(1)
+                    self.out_assign(args[0], f"{base.code}.read({idx.code})", None, scope, w, ctx)
+                    return Ex("None", T.VOID)
+                idx = E(0)
+                return Ex(f"{base.code}.read({idx.code})", targs[0] if targs else T.BitsT(32))
+            if mv == "write":
+                idx = E(0)
+                vt = targs[0] if targs else None
+                v = self.coerce(E(1, vt), vt, args[1]) if vt is not None else E(1)
+                w(f"{base.code}.write({idx.code}, {v.code})")
+                return Ex("None", T.VOID)
+        if kind == "counter" and mv == "count":
+            idx = E(0)
+            w(f"{base.code}.count({idx.code}, _S.plen)")
+            return Ex("None", T.VOID)
+        if kind == "direct_counter" and mv == "count":
+            return Ex("None", T.VOID)
+        if kind == "meter" and mv == "execute_meter":
+            idx = E(0)
+            self.out_assign(args[1], f"{base.code}.execute({idx.code}, _S.plen)", None, scope, w, ctx)
+            return Ex("None", T.VOID)
+        if kind == "direct_meter" and mv == "read":
+            self.out_assign(args[0], f"{base.code}.color", None, scope, w, ctx)
+            return Ex("None", T.VOID)
+        if kind == "Checksum16" and mv == "get":
+            data = self.pack(E(0), args[0])
+            return Ex(f"_hash('csum16', {data})", T.BitsT(16))
+        raise Fail(m, f"'{kind}.{mv}' is not supported by p4switch")
+
+    def emit_code(self, h, out, w, node):
+        t = T.strip(h.type)
+        if isinstance(t, T.HeaderT):
+            w(f"{h.code}._emit({out})")
+        elif isinstance(t, T.StackT):
+            w(f"for _e in {h.code}.h: _e._emit({out})")
+        elif isinstance(t, T.UnionT | T.StructT):
+            for f, ft in t.fields:
+                self.emit_code(Ex(f"{h.code}.{attr(f)}", ft), out, w, node)
+        else:
+            raise Fail(node, f"emit needs a header, header stack, union or struct of headers, not {h.type}")

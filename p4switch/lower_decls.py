@@ -1,0 +1,428 @@
+"""Lowering, part 1: types and top-level declarations (headers, structs, enums, externs,
+actions, functions, instantiations)."""
+from __future__ import annotations
+
+import json
+
+from lark import Token, Tree
+
+from . import types as T
+from .ir import (
+    Ctx,
+    Fail,
+    Scope,
+    Var,
+    Writer,
+    anno_string,
+    annotations_of,
+    name_tok,
+    parse_int,
+    pyname,
+    sub,
+    sub1,
+    tok,
+    wrap,
+)
+
+_SUPPORTED_EXTERNS = {"register", "counter", "direct_counter", "meter", "direct_meter",
+                      "action_profile", "action_selector", "Checksum16"}
+
+
+class Declarations:
+    # ---------------------------------------------------------- types
+    def resolve_type(self, node, scope=None) -> T.Type:
+        scope = scope or self.g
+        if isinstance(node, Token):
+            if node.type in ("VOID", "_VOID"):
+                return T.VOID
+            if node.type == "DONTCARE":
+                return T.DONTCARE
+            raise Fail(node, f"unexpected '{node.value}' in a type")
+        d = node.data
+        if d == "type_ref":
+            return self.resolve_type(node.children[0], scope)
+        if d == "t_bool":
+            return T.BOOL
+        if d == "t_error":
+            return self.error_t
+        if d == "t_string":
+            return T.STRING
+        if d == "t_int":
+            return T.INT
+        if d == "t_bit1":
+            return T.BitsT(1)
+        if d in ("t_bit", "t_signed", "t_varbit"):
+            width = self.width_of(node.children[1], scope)
+            if d == "t_varbit":
+                return T.VarbitT(width)
+            return T.BitsT(width, d == "t_signed")
+        if d == "type_name":
+            t = node.children[-1]
+            var = scope.lookup(t.value)
+            if var is None or var.kind != "type":
+                raise Fail(t, f"unknown type '{t.value}'")
+            return var.type
+        if d == "specialized_type":
+            base = self.resolve_type(node.children[0], scope)
+            args = [self.resolve_type(a, scope) for a in sub1(node, "type_args").children
+                    if isinstance(a, Tree | Token) and not (isinstance(a, Token) and a.value == ",")]
+            if isinstance(base, T.ObjT):
+                spec = T.ObjT(base.kind, base.name, base.decl)
+                spec.args = args
+                return spec
+            return base
+        if d == "stack_type":
+            elem = self.resolve_type(node.children[0], scope)
+            size = self.const_int(node.children[1], scope)
+            return T.StackT(elem, size)
+        if d == "tuple_type":
+            return T.TupleT([self.resolve_type(a, scope) for a in node.children[1].children])
+        if d in ("t_bool",):
+            return T.BOOL
+        raise Fail(node, f"unsupported type '{d}'")
+
+    def width_of(self, node, scope) -> int:
+        if isinstance(node, Tree) and node.data == "width":
+            node = node.children[0]
+        if isinstance(node, Token) and node.type == "INTEGER":
+            return parse_int(node.value)[0]
+        return self.const_int(node, scope)
+
+    def const_int(self, node, scope) -> int:
+        ex = self.expr(node, scope, Writer(), Ctx("const"))
+        if not isinstance(ex.const, int) or isinstance(ex.const, bool):
+            raise Fail(node, "a compile-time constant integer is required here")
+        return ex.const
+
+    def class_of(self, t: T.FieldsT) -> str:
+        key = id(t)
+        if key not in self.classes:
+            prefix = {"header": "H", "header_union": "U", "struct": "S"}[t.kind]
+            self.classes[key] = f"{prefix}_{pyname(t.name)}_{len(self.classes)}"
+            self.class_types.append(t)
+        return self.classes[key]
+
+    # ---------------------------------------------------------- declarations
+    def declare_type(self, name_token, t):
+        self.g.declare(name_token, Var("type", name_token.value, t, None))
+
+    def fields_of(self, d: Tree):
+        fields, annos = [], {}
+        for f in sub(d, "field"):
+            t = self.resolve_type(sub1(f, "type_ref"))
+            n = name_tok(sub1(f, "name"))
+            if any(n.value == x for x, _ in fields):
+                raise Fail(n, f"duplicate field '{n.value}'")
+            fields.append((n.value, t))
+            annos[n.value] = annotations_of(f)
+        return fields, annos
+
+    def decl_header_decl(self, d):
+        n = tok(d, "TYPE_IDENTIFIER")
+        fields, annos = self.fields_of(d)
+        for fname, ft in fields:
+            if not isinstance(T.strip(ft), T.BitsT | T.VarbitT) and not (
+                    isinstance(T.strip(ft), T.EnumT) and T.strip(ft).base is not None) and T.strip(ft) is not T.BOOL:
+                raise Fail(d, f"header field '{fname}' has type {ft}, which is not allowed in a header")
+        t = T.HeaderT(n.value, fields, annotations_of(d))
+        t.field_annotations = annos
+        self.declare_type(n, t)
+        self.class_of(t)
+
+    def decl_union_decl(self, d):
+        n = tok(d, "TYPE_IDENTIFIER")
+        fields, annos = self.fields_of(d)
+        t = T.UnionT(n.value, fields, annotations_of(d))
+        self.declare_type(n, t)
+        self.class_of(t)
+
+    def decl_struct_decl(self, d):
+        n = tok(d, "TYPE_IDENTIFIER")
+        fields, annos = self.fields_of(d)
+        t = T.StructT(n.value, fields, annotations_of(d))
+        t.field_annotations = annos
+        self.declare_type(n, t)
+        self.class_of(t)
+
+    def decl_enum_decl(self, d):
+        n = tok(d, "TYPE_IDENTIFIER")
+        base = None
+        for c in d.children:
+            if isinstance(c, Tree) and c.data in ("t_bit", "t_signed", "t_bit1"):
+                base = self.resolve_type(c)
+        members, values = [], {}
+        for i, m in enumerate(sub(d, "enum_member")):
+            mn = name_tok(sub1(m, "name"))
+            members.append(mn.value)
+            exprs = [c for c in m.children if isinstance(c, Tree) and c.data not in ("name", "annotations")]
+            if base is not None:
+                if not exprs:
+                    raise Fail(mn, f"member '{mn.value}' of serializable enum needs a value")
+                values[mn.value] = wrap(self.const_int(exprs[0], self.g), base)
+            else:
+                values[mn.value] = i
+        t = T.EnumT(n.value, members, base, values)
+        self.declare_type(n, t)
+        self.prog.enums[n.value] = {"members": members, "values": values,
+                                    "width": base.width if base else None,
+                                    "signed": base.signed if base else False}
+
+    def decl_typedef_decl(self, d):
+        n = tok(d, "TYPE_IDENTIFIER")
+        self.declare_type(n, self.resolve_type(sub1(d, "type_ref")))
+
+    def decl_newtype_decl(self, d):
+        n = tok(d, "TYPE_IDENTIFIER")
+        base = self.resolve_type(sub1(d, "type_ref"))
+        self.declare_type(n, T.NewT(n.value, base))
+        annos = annotations_of(d)
+        translation = None
+        if "p4runtime_translation" in annos:
+            body = [v for k, v in annos["p4runtime_translation"] if k in ("STRING_LITERAL", "INTEGER", "_STRING_KW")]
+            translation = {"uri": json.loads(body[0]) if body and body[0].startswith('"') else "",
+                           "sdn_bitwidth": parse_int(body[1])[0] if len(body) > 1 and body[1][0].isdigit() else None}
+        width = T.bits_width(base) if isinstance(T.strip(base), T.BitsT) else None
+        self.prog.new_types[n.value] = {"width": width, "translation": translation}
+
+    def decl_error_decl(self, d):
+        for n in sub(d, "name"):
+            self.add_error(name_tok(n).value)
+
+    def decl_match_kind_decl(self, d):
+        for n in sub(d, "name"):
+            self.match_kinds.add(name_tok(n).value)
+
+    def decl_const_decl(self, d, scope=None):
+        scope = scope or self.g
+        t = self.resolve_type(sub1(d, "type_ref"), scope)
+        n = name_tok(sub1(d, "name"))
+        value_node = d.children[-1]
+        ex = self.coerce(self.expr(value_node, scope, Writer(), Ctx("const"), t), t, value_node)
+        if ex.const is None:
+            raise Fail(value_node, f"the value of constant '{n.value}' is not a compile-time constant")
+        scope.declare(n, Var("const", n.value, t, repr(ex.const), const=ex.const))
+
+    def decl_extern_decl(self, d):
+        ident = tok(d, "TYPE_IDENTIFIER")
+        if ident is not None and sub1(d, "function_proto") is None or sub(d, "method_proto") or sub(d, "ctor_proto"):
+            self.declare_type(ident, T.ObjT("extern", ident.value, d))
+            return
+        proto = sub1(d, "function_proto")
+        n = name_tok(sub1(proto, "name"))
+        existing = self.g.names.get(n.value)
+        if existing is not None and existing.kind == "extern_fn":
+            existing.decl.append(proto)
+            return
+        self.g.declare(n, Var("extern_fn", n.value, None, None, decl=[proto]))
+
+    def decl_parser_type_decl(self, d):
+        n = tok(d, "TYPE_IDENTIFIER")
+        self.declare_type(n, T.ObjT("parser_type", n.value, d))
+
+    def decl_control_type_decl(self, d):
+        n = tok(d, "TYPE_IDENTIFIER")
+        self.declare_type(n, T.ObjT("control_type", n.value, d))
+
+    def decl_package_decl(self, d):
+        n = tok(d, "TYPE_IDENTIFIER")
+        self.declare_type(n, T.ObjT("package", n.value, d))
+
+    def decl_parser_decl(self, d):
+        n = tok(d, "TYPE_IDENTIFIER")
+        self.declare_type(n, T.ObjT("parser", n.value, d))
+
+    def decl_control_decl(self, d):
+        n = tok(d, "TYPE_IDENTIFIER")
+        self.declare_type(n, T.ObjT("control", n.value, d))
+
+    def decl_action_decl(self, d, scope=None, prefix="", frame=False):
+        scope = scope or self.g
+        n = name_tok(sub1(d, "name"))
+        annos = annotations_of(d)
+        fq = self.fq_name(prefix, n.value, annos)
+        fn = "A_" + pyname(fq) + f"_{len(self.prog.actions)}"
+        var = Var("action", n.value, None, fn, decl=d)
+        var.fq = fq
+        scope.declare(n, var)
+        params = self.params(sub1(d, "params"))
+        var.params = params
+        body_scope = Scope(scope)
+        names, outs, data_params = [], [], []
+        for p in params:
+            pv = Var("param", p["name"], p["type"], "p_" + p["name"], direction=p["dir"])
+            body_scope.declare(p["tok"], pv)
+            names.append(pv.code)
+            if p["dir"] in ("out", "inout") and not self.is_composite(p["type"]):
+                outs.append(pv.code)
+            if p["dir"] is None:
+                if not isinstance(T.strip(p["type"]), T.BitsT | T.EnumT) and T.strip(p["type"]) is not T.BOOL:
+                    raise Fail(p["tok"], f"action parameter '{p['name']}' must be bit<W>, int<W>, bool or serializable enum")
+                data_params.append({"name": p["name"], "width": T.bits_width(p["type"]),
+                                    "annotations": p["annos"], "type": str(T.strip(p["type"])),
+                                    "type_name": p["type"].name if isinstance(p["type"], T.NewT) else None})
+        var.outs = outs
+        w = Writer()
+        w(f"def {fn}(F, {', '.join(names)}):" if names else f"def {fn}(F):")
+        w.indent()
+        ctx = Ctx("action", fq, frame=frame, outs=outs)
+        w(f"if _LOG: _log('Action ' + {fq!r})")
+        for p in params:   # the control plane writes int<W> action data as two's complement
+            pt = T.strip(p["type"])
+            if p["dir"] is None and isinstance(pt, T.BitsT) and pt.signed:
+                w(f"p_{p['name']} = {self.wrap_code('p_' + p['name'], pt)}")
+        self.block_body(sub1(d, "block"), body_scope, w, ctx)
+        if outs:
+            w(f"return ({', '.join(outs)},)")
+        w("pass")
+        w.dedent()
+        self.module.extend(w.lines)
+        if fq not in self.prog.actions:
+            self.prog.actions[fq] = {"params": data_params, "annotations": self.anno_json(annos),
+                                     "directional": len(names) - len(data_params),
+                                     "in_control": frame, "called": False}
+        var.data_params = data_params
+        return var
+
+    def anno_json(self, annos):
+        return {k: [v for _, v in body] for k, body in annos.items()}
+
+    def fq_name(self, prefix, local, annos):
+        name = anno_string(annos, "name")
+        if name is not None:
+            if name.startswith("."):
+                return name[1:]
+            local = name
+        return f"{prefix}.{local}" if prefix else local
+
+    def is_composite(self, t):
+        t = T.strip(t)
+        return isinstance(t, T.FieldsT | T.StackT)
+
+    def params(self, node, scope=None):
+        out = []
+        if node is None:
+            return out
+        for p in sub(node, "param"):
+            direction = None
+            for c in p.children:
+                if isinstance(c, Token) and c.type in ("IN", "OUT", "INOUT"):
+                    direction = c.value
+            t = self.resolve_type(sub1(p, "type_ref"), scope)
+            n = name_tok(sub1(p, "name"))
+            default = [c for c in p.children if isinstance(c, Tree | Token)
+                       and not (isinstance(c, Tree) and c.data in ("type_ref", "name", "annotations"))
+                       and not (isinstance(c, Token) and c.type in ("IN", "OUT", "INOUT"))]
+            out.append({"name": n.value, "type": t, "dir": direction, "tok": n,
+                        "annos": self.anno_json(annotations_of(p)),
+                        "default": default[0] if default else None})
+        return out
+
+    def decl_function_decl(self, d):
+        proto = sub1(d, "function_proto")
+        n = name_tok(sub1(proto, "name"))
+        rt_node = proto.children[0]
+        generic = Scope(self.g)          # type parameters are visible in this function only
+        for tp in sub(proto, "tlt_type_params"):
+            for tn in sub(tp, "name"):
+                generic.declare(name_tok(tn), Var("type", name_tok(tn).value, T.TypeVarT(name_tok(tn).value), None))
+        ret = self.resolve_type(rt_node, generic)
+        params = self.params(sub1(proto, "params"), generic)
+        fn = "FN_" + pyname(n.value)
+        var = Var("function", n.value, ret, fn, decl=d)
+        var.params = params
+        self.g.declare(n, var)
+        scope = Scope(generic)
+        names, outs = [], []
+        for p in params:
+            pv = Var("param", p["name"], p["type"], "p_" + p["name"], direction=p["dir"])
+            scope.declare(p["tok"], pv)
+            names.append(pv.code)
+            if p["dir"] in ("out", "inout") and not self.is_composite(p["type"]):
+                outs.append(pv.code)
+        var.outs = outs
+        w = Writer()
+        w(f"def {fn}({', '.join(names)}):")
+        w.indent()
+        self.block_body(sub1(d, "block"), scope, w, Ctx("function", n.value, outs=outs, ret_type=ret))
+        if outs:
+            w(f"return (None, {', '.join(outs)},)")
+        w("pass")
+        w.dedent()
+        self.module.extend(w.lines)
+
+    def decl_instantiation(self, d, scope=None, prefix=""):
+        scope = scope or self.g
+        tnode = sub1(d, "type_ref")
+        n = name_tok(sub1(d, "name"))
+        annos = annotations_of(d)
+        try:
+            t = self.resolve_type(tnode, scope)
+        except Fail as exc:
+            raise Fail(d, exc.message) from None
+        args_node = sub1(d, "args")
+        args = [a for a in (args_node.children if args_node else [])]
+        if isinstance(t, T.ObjT) and t.kind == "package":
+            scope.declare(n, Var("instance", n.value, t, None, decl=(t, args)))
+            return
+        if isinstance(t, T.ObjT) and t.kind in ("control", "parser"):
+            scope.declare(n, Var("sub" + t.kind, n.value, t, None, decl=(t, args)))
+            return
+        if not isinstance(t, T.ObjT) or t.kind != "extern":
+            raise Fail(d, f"'{t}' cannot be instantiated")
+        fq = self.fq_name(prefix, n.value, annos)
+        spec = self.extern_spec(t, args, scope, d, annos)
+        if t.name == "Checksum16":
+            var = Var("instance", n.value, t, "None")
+            var.fq = fq
+            scope.declare(n, var)
+            return
+        var = Var("instance", n.value, t, "X_" + pyname(fq))
+        var.fq = fq
+        scope.declare(n, var)
+        self.prog.externs[fq] = spec
+
+    def extern_spec(self, t, args, scope, where, annos) -> dict:
+        """The run-time description of one instance of a v1model extern."""
+        if t.name not in _SUPPORTED_EXTERNS:
+            raise Fail(where, f"extern '{t.name}' is not supported by p4switch")
+        arities = {len(sub(sub1(c, "params"), "param")) for c in sub(t.decl, "ctor_proto")}
+        if arities and len(args) not in arities:
+            raise Fail(where, f"'{t.name}' takes {' or '.join(map(str, sorted(arities)))} constructor "
+                              f"argument(s), {len(args)} given")
+        values = [self.expr(a, scope, Writer(), Ctx("const")) for a in args]
+        for v, a in zip(values, args, strict=True):
+            if v.const is None and not (v.what or "").count("."):
+                raise Fail(a, "constructor arguments must be compile-time constants")
+        spec = {"kind": t.name, "annotations": self.anno_json(annos)}
+        targs = getattr(t, "args", [])
+        if t.name in ("register", "counter", "meter"):
+            spec["size"] = values[0].const
+        if t.name == "register":
+            spec["width"] = T.bits_width(targs[0]) if targs else 32
+            spec["type_name"] = str(targs[0]) if targs else "bit<32>"
+            spec["index_width"] = T.bits_width(targs[1]) if len(targs) > 1 else 32
+        if t.name in ("counter", "direct_counter", "meter", "direct_meter"):
+            enum_arg = values[1] if t.name in ("counter", "meter") else values[0]
+            member = enum_arg.what or ""
+            spec["unit"] = member.split(".")[-1]
+        if t.name == "action_profile":
+            spec["size"] = values[0].const
+        if t.name == "action_selector":
+            spec["algorithm"] = (values[0].what or "").split(".")[-1]
+            spec["size"] = values[1].const
+            spec["output_width"] = values[2].const
+        return spec
+
+    def decl_value_set_decl(self, d, scope, prefix):
+        n = name_tok(sub1(d, "name"))
+        t = self.resolve_type(sub1(d, "type_ref"), scope)
+        size = self.const_int([c for c in d.children if isinstance(c, Tree)
+                               and c.data not in ("type_ref", "name", "annotations")][0], scope)
+        fq = self.fq_name(prefix, n.value, annotations_of(d))
+        code = "X_" + pyname(fq)
+        var = Var("value_set", n.value, t, code)
+        var.fq = fq
+        scope.declare(n, var)
+        widths = [T.bits_width(ft) for _, ft in T.strip(t).fields] if isinstance(T.strip(t), T.FieldsT) else [T.bits_width(t)]
+        self.prog.value_sets[fq] = {"size": size, "widths": widths}
+        self.prog.externs[fq] = {"kind": "value_set", "size": size, "widths": widths}

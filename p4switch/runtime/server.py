@@ -1,0 +1,321 @@
+"""The P4Runtime service (p4.v1.P4Runtime over gRPC) of one device. Every request that touches
+the pipeline runs under the device lock, so the data plane sees each update whole."""
+from __future__ import annotations
+
+import threading
+from concurrent import futures
+
+import grpc
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from .arbitration import END, Arbiter, Close, Connection
+from .errors import (
+    P4RuntimeError,
+    abort_with_batch,
+    canonical_code,
+    failed_precondition,
+    invalid,
+    not_found,
+    permission_denied,
+)
+from .pipeline import Pipeline
+from .rollback import write_all_or_none
+
+API_VERSION = "1.4.1"
+Action = p4runtime_pb2.SetForwardingPipelineConfigRequest.Action
+ResponseType = p4runtime_pb2.GetForwardingPipelineConfigRequest.ResponseType
+Update = p4runtime_pb2.Update
+
+
+def _guard(method):
+    """Turn a P4RuntimeError raised by a unary handler into the call's status."""
+    def wrapper(self, request, context):
+        try:
+            return method(self, request, context)
+        except P4RuntimeError as exc:
+            context.abort(exc.code, exc.message)
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
+    """`device` provides: lock, cpu_port, install(sw or None), inject(port, frame), and calls
+    back on_cpu_packet(frame) / on_digests(list) that this service registers."""
+
+    def __init__(self, device, device_id: int):
+        self.device, self.device_id = device, device_id
+        self.arbiter = Arbiter(device_id)
+        # Read/Write address `pipeline`; the device runs `running`. They differ between a
+        # VERIFY_AND_SAVE and its COMMIT (writes in between land in the saved pipeline).
+        self.pipeline: Pipeline | None = None
+        self.running: Pipeline | None = None
+        device.on_cpu_packet = self._packet_in
+        device.on_digests = self._digests
+
+    # --- pipeline config -------------------------------------------------------------------
+    @_guard
+    def SetForwardingPipelineConfig(self, request, context):
+        self._check_device(request.device_id)
+        self._check_role(request.role)
+        if not self.arbiter.is_primary(request.role, self._eid(request)):
+            raise permission_denied("only the primary client may set the pipeline")
+        action = request.action
+        if action == Action.UNSPECIFIED or action not in Action.values():
+            raise invalid("SetForwardingPipelineConfig needs an action")
+        with self.device.lock:
+            if action == Action.COMMIT:
+                if request.HasField("config"):
+                    raise invalid("COMMIT takes no config: it realizes the saved one")
+                if self.pipeline is None or self.pipeline is self.running:
+                    raise not_found("COMMIT without a config saved by VERIFY_AND_SAVE")
+                self._install(self.pipeline)
+                return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+            if not request.config.HasField("p4info"):
+                raise invalid("the request carries no P4Info")
+            candidate = Pipeline(request.config, self.device.cpu_port)
+            if action == Action.VERIFY_AND_SAVE:
+                self.pipeline = candidate
+            elif action == Action.VERIFY_AND_COMMIT:
+                self._install(candidate)
+            elif action == Action.RECONCILE_AND_COMMIT:
+                if self.pipeline is not None:
+                    self._replay(self.pipeline, candidate)
+                self._install(candidate)
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def commit(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> None:
+        """Install a pipeline without a client (the program given on the command line)."""
+        with self.device.lock:
+            self._install(Pipeline(config, self.device.cpu_port))
+
+    def _install(self, pipeline: Pipeline) -> None:
+        self.pipeline = self.running = pipeline
+        self.device.install(pipeline.sw)
+
+    @staticmethod
+    def _replay(old: Pipeline, new: Pipeline) -> None:
+        """Re-create the old pipeline's forwarding state in the new one (RECONCILE): profiles
+        before the entries that use them; any entity the new program cannot take aborts the
+        reconcile and leaves the old pipeline running."""
+        E = p4runtime_pb2.Entity
+        entries = p4runtime_pb2.TableEntry()
+        entries.meter_config.SetInParent()      # ask for the direct meter configs too
+        order = [E(action_profile_member=p4runtime_pb2.ActionProfileMember()),
+                 E(action_profile_group=p4runtime_pb2.ActionProfileGroup()),
+                 E(table_entry=entries),
+                 E(table_entry=p4runtime_pb2.TableEntry(is_default_action=True)),
+                 E(packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry()),
+                 E(meter_entry=p4runtime_pb2.MeterEntry()),
+                 E(digest_entry=p4runtime_pb2.DigestEntry())]
+        for query in order:
+            for entity in old.read(query):
+                which = entity.WhichOneof("entity")
+                if which == "table_entry" and entity.table_entry.is_const:
+                    continue
+                default = which == "table_entry" and entity.table_entry.is_default_action
+                if default and (old.schema.table(entity.table_entry.table_id)
+                                .const_default_action_id):
+                    continue
+                if which == "meter_entry" and not entity.meter_entry.HasField("config"):
+                    continue
+                kind = Update.MODIFY if default or which == "meter_entry" else Update.INSERT
+                try:
+                    new.write(Update(type=kind, entity=entity))
+                except P4RuntimeError as exc:
+                    raise invalid(f"cannot reconcile: {exc.message}") from exc
+
+    @_guard
+    def GetForwardingPipelineConfig(self, request, context):
+        self._check_device(request.device_id)
+        resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        with self.device.lock:
+            if self.pipeline is None:
+                return resp            # spec: no config known -> `config` unset
+            rt = request.response_type
+            cfg = self.pipeline.config
+            resp.config.SetInParent()
+            if cfg.HasField("cookie"):
+                resp.config.cookie.CopyFrom(cfg.cookie)
+            if rt in (ResponseType.ALL, ResponseType.P4INFO_AND_COOKIE):
+                resp.config.p4info.CopyFrom(cfg.p4info)
+            if rt in (ResponseType.ALL, ResponseType.DEVICE_CONFIG_AND_COOKIE):
+                resp.config.p4_device_config = cfg.p4_device_config
+        return resp
+
+    # --- Write / Read ----------------------------------------------------------------------
+    def Write(self, request, context):
+        try:
+            self._check_device(request.device_id)
+            self._check_role(request.role)
+            if not self.arbiter.is_primary(request.role, self._eid(request)):
+                raise permission_denied("only the primary client of the role may write")
+            if request.atomicity not in p4runtime_pb2.WriteRequest.Atomicity.values():
+                raise invalid(f"unknown atomicity {request.atomicity}")
+        except P4RuntimeError as exc:
+            context.abort(exc.code, exc.message)
+        results: list[P4RuntimeError | None] = []
+        with self.device.lock:
+            if self.pipeline is None:
+                context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                              "no forwarding pipeline is set")
+            if request.atomicity == p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+                for update in request.updates:
+                    try:
+                        self.pipeline.write(update)
+                        results.append(None)
+                    except P4RuntimeError as exc:
+                        results.append(exc)
+            else:   # ROLLBACK_ON_ERROR; under the lock that is also DATAPLANE_ATOMIC
+                results = write_all_or_none(self.pipeline, request.updates)
+        if any(r is not None for r in results):
+            abort_with_batch(context, results)
+        return p4runtime_pb2.WriteResponse()
+
+    def Read(self, request, context):
+        """Entities of the valid requests; if some request failed, then UNKNOWN with one
+        p4.v1.Error per request (spec: Read "Batch Processing")."""
+        try:
+            self._check_device(request.device_id)
+            with self.device.lock:
+                pipeline = self._require_pipeline()
+                entities, results = [], []
+                for query in request.entities:
+                    try:
+                        entities.extend(pipeline.read(query))
+                        results.append(None)
+                    except P4RuntimeError as exc:
+                        results.append(exc)
+        except P4RuntimeError as exc:
+            context.abort(exc.code, exc.message)
+        for start in range(0, max(len(entities), 1), 1000):
+            yield p4runtime_pb2.ReadResponse(entities=entities[start:start + 1000])
+        if any(r is not None for r in results):
+            abort_with_batch(context, results)
+
+    @_guard
+    def Capabilities(self, request, context):
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+
+    # --- StreamChannel ---------------------------------------------------------------------
+    def StreamChannel(self, request_iterator, context):
+        conn = Connection()
+        threading.Thread(target=self._stream_reader, args=(conn, request_iterator),
+                         daemon=True, name="p4rt-stream").start()
+        context.add_callback(lambda: conn.outbox.put(END))
+        try:
+            while True:
+                item = conn.outbox.get()
+                if item is END:
+                    return
+                if isinstance(item, Close):
+                    context.abort(item.code, item.message)
+                yield item
+        finally:
+            self.arbiter.disconnect(conn)
+
+    def _stream_reader(self, conn: Connection, requests) -> None:
+        try:
+            for req in requests:
+                self._stream_message(conn, req)
+        except P4RuntimeError as exc:
+            conn.outbox.put(Close(exc.code, exc.message))
+            return
+        except grpc.RpcError:
+            pass   # the client went away; the writer side ends the stream
+        conn.outbox.put(END)
+
+    def _stream_message(self, conn: Connection, req) -> None:
+        which = req.WhichOneof("update")
+        if which == "arbitration":
+            self.arbiter.arbitrate(conn, req.arbitration)
+            return
+        if conn.role is None:
+            raise failed_precondition("the first stream message must be an arbitration update")
+        if which == "packet":
+            self._packet_out(conn, req.packet)
+        elif which == "digest_ack":
+            with self.device.lock:
+                if self.running is not None:
+                    self.running.digest_ack(req.digest_ack)
+        else:
+            self._stream_error(conn, grpc.StatusCode.UNIMPLEMENTED,
+                               f"stream message '{which}' is not supported", other=req)
+
+    def _packet_out(self, conn: Connection, packet) -> None:
+        if not self.arbiter.conn_is_primary(conn):
+            self._stream_error(conn, grpc.StatusCode.PERMISSION_DENIED,
+                               "only the primary client may send packets", packet_out=packet)
+            return
+        with self.device.lock:
+            if self.running is None:
+                self._stream_error(conn, grpc.StatusCode.FAILED_PRECONDITION,
+                                   "no forwarding pipeline is set", packet_out=packet)
+                return
+            try:
+                frame = self.running.packet_out_bytes(packet)
+            except P4RuntimeError as exc:
+                self._stream_error(conn, exc.code, exc.message, packet_out=packet)
+                return
+            self.device.inject(self.device.cpu_port, frame)
+
+    @staticmethod
+    def _stream_error(conn, code, message, packet_out=None, other=None) -> None:
+        msg = p4runtime_pb2.StreamMessageResponse()
+        msg.error.canonical_code = canonical_code(code)
+        msg.error.message = message
+        if packet_out is not None:
+            msg.error.packet_out.packet_out.CopyFrom(packet_out)
+        elif other is not None:
+            msg.error.other.other.Pack(other)
+        conn.send(msg)
+
+    # --- data plane -> controller ----------------------------------------------------------
+    def _packet_in(self, frame: bytes) -> None:
+        """Called by the device (under its lock) for each frame sent to the CPU port."""
+        if self.running is None:
+            return
+        packet = self.running.packet_in(frame)
+        for conn in self.arbiter.primaries():
+            conn.send(p4runtime_pb2.StreamMessageResponse(packet=packet))
+
+    def _digests(self, digests) -> None:
+        if self.running is None:
+            return
+        for lst in self.running.digest_lists(digests):
+            for conn in self.arbiter.primaries():
+                conn.send(p4runtime_pb2.StreamMessageResponse(digest=lst))
+
+    # --- helpers ---------------------------------------------------------------------------
+    def _check_device(self, device_id: int) -> None:
+        if device_id != self.device_id:
+            raise not_found(f"this server is device {self.device_id}, not {device_id}")
+
+    def _check_role(self, role: str) -> None:
+        if role and not self.arbiter.knows(role):
+            raise not_found(f"no client ever arbitrated for role '{role}'")
+
+    def _require_pipeline(self) -> Pipeline:
+        if self.pipeline is None:
+            raise failed_precondition("no forwarding pipeline is set")
+        return self.pipeline
+
+    @staticmethod
+    def _eid(request):
+        return request.election_id if request.HasField("election_id") else None
+
+
+def serve(device, device_id: int, address: str, workers: int = 32):
+    """Start the gRPC server -> (grpc.Server, P4RuntimeService, bound port). Each open
+    StreamChannel holds a worker for its lifetime, hence the generous pool."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers,
+                                                    thread_name_prefix="p4rt"))
+    service = P4RuntimeService(device, device_id)
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot bind the P4Runtime server to {address}")
+    server.start()
+    return server, service, port
+
+

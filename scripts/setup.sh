@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Idempotent machine + venv setup. Each step checks before it acts, so a second run is fast.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(mininet bridge-utils iproute2 iputils-ping python3-bpfcc bpfcc-tools bpftool
+              linux-headers-amd64 python3-venv python3-dev cpp libbpf1 tcpdump)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+    echo "setup: Debian packages present"
+fi
+
+# bcc compiles against /lib/modules/$(uname -r)/build; kernels without their own headers
+# package (e.g. VM kernels) get Debian's generic headers linked in.
+moddir="/lib/modules/$(uname -r)"
+if [[ ! -e "$moddir/build" ]]; then
+    hdr=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -1)
+    common=$(ls -d /usr/src/linux-headers-*-common 2>/dev/null | sort -V | tail -1)
+    echo "setup: linking kernel headers $hdr into $moddir"
+    mkdir -p "$moddir"
+    ln -sfn "$hdr" "$moddir/build"
+    ln -sfn "$common" "$moddir/source"
+fi
+
+# Debian's python sees Debian's bcc and mininet modules through --system-site-packages.
+if [[ ! -x .venv/bin/python ]]; then
+    echo "setup: creating .venv"
+    /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+stamp=.venv/.installed
+want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
+if [[ ! -f $stamp || "$(cat $stamp)" != "$want" ]]; then
+    echo "setup: installing the project into .venv"
+    # pip's own chatter goes to a log; it is shown only when the install fails.
+    if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[dev]'; } \
+            > .venv/pip.log 2>&1; then
+        cat .venv/pip.log; echo "setup: pip install failed" >&2; exit 1
+    fi
+    echo "$want" > $stamp
+else
+    echo "setup: .venv up to date"
+fi

@@ -1,0 +1,180 @@
+"""The RC state machines on their own: a recording endpoint stands in for the sockets, so
+each test states exactly which packets go out (NAK once per gap, go-back-N vs selective
+repeat, duplicates, ECN -> CNP + ECE echo, CNP -> lower rate, retry limit)."""
+from __future__ import annotations
+
+from collections import deque
+
+import pytest
+
+from collectives import wire
+from collectives.transport import (
+    Message,
+    PeerUnreachable,
+    RecvQP,
+    SendOp,
+    SendQP,
+    Stats,
+    TransportConfig,
+)
+
+
+class Recorder:
+    """The parts of Endpoint the QPs use; frames are recorded instead of sent."""
+
+    def __init__(self, **cfg) -> None:
+        self.rank, self.peers = 0, ["10.0.0.1", "10.0.0.2"]
+        self.cfg = TransportConfig(initial_psn=0xFFFFFE, mtu=256, **cfg)
+        self.stats = Stats()
+        self.sent: list[tuple[int, int, bytes, int]] = []   # (opcode, psn, roce, tos)
+        self.msgs: dict = {}
+        self.control = {0: deque(), 1: deque()}
+
+    def send_frame(self, dst, sport, roce, tos):
+        op, _pad, _qpn, psn, _a, _b = wire.parse_bth(roce + bytes(4))
+        self.sent.append((op, psn, roce, tos))
+        return len(roce) + 32
+
+    def send_cnp(self, dst, qpn):
+        self.sent.append((wire.CNP, 0, b"", 0))
+
+    def place(self, peer, msg_id, offset, data):
+        self.msgs.setdefault(msg_id, Message()).write(offset, data)
+
+    def take(self):
+        out, self.sent = self.sent, []
+        return out
+
+
+def _acks(frames):
+    """(syndrome, psn, entropy, flags) of the ACK/NAKs among frames."""
+    out = []
+    for op, psn, roce, _ in frames:
+        if op == wire.ACKNOWLEDGE:
+            word, entropy, flags, _ = wire.AETH_ECHO.unpack_from(roce, 12)
+            out.append((word >> 24, psn, entropy, flags))
+    return out
+
+
+def _write_packets(n: int, start: int = 0xFFFFFE) -> list[tuple[int, int, bytes]]:
+    """(opcode, psn, body) of an n-packet RDMA WRITE of 256-byte payloads, message 0."""
+    out = []
+    for i in range(n):
+        op = wire.WRITE_ONLY if n == 1 else wire.WRITE_FIRST if i == 0 else \
+            wire.WRITE_LAST if i == n - 1 else wire.WRITE_MIDDLE
+        body = (wire.reth(0, 0, 256 * n) if i == 0 else b"") + bytes([i]) * 256
+        out.append((op, wire.psn_add(start, i), body))
+    return out
+
+
+def _deliver(qp: RecvQP, pkt, *, ackreq=False, ce=False, sport=0xC001):
+    op, psn, body = pkt
+    qp.on_data(op, psn, ackreq, memoryview(body), sport, ce, 0.0)
+
+
+@pytest.mark.parametrize("mode", ["gbn", "sr"])
+def test_receiver_naks_a_gap_and_completes_after_the_repair(mode):
+    ep = Recorder(reliability=mode)
+    qp = RecvQP(ep, 1, 0)
+    pkts = _write_packets(5)                      # PSNs wrap: FFFFFE, FFFFFF, 0, 1, 2
+    _deliver(qp, pkts[0])
+    _deliver(qp, pkts[1])
+    _deliver(qp, pkts[3])                         # PSN 1 arrives, 0 is missing
+    _deliver(qp, pkts[4])
+    naks = _acks(ep.take())
+    if mode == "gbn":
+        assert naks == [(wire.AETH_NAK_PSN, 0, 0xC001, 0)]    # one NAK per gap
+        assert ep.stats.out_of_order == 2
+        for p in pkts[2:]:                        # go-back-N: everything from the gap again
+            _deliver(qp, p, ackreq=p is pkts[-1])
+    else:
+        assert [n[:2] for n in naks] == [(wire.AETH_NAK_PSN, 0)] * 2
+        _deliver(qp, pkts[2])                     # selective repeat: only the hole
+    assert _acks(ep.take())[-1][:2] == (wire.AETH_ACK, 2)
+    msg = ep.msgs[0]
+    msg.post(256 * 5)
+    assert msg.complete() and bytes(msg.buf) == b"".join(bytes([i]) * 256 for i in range(5))
+
+
+def test_duplicates_are_dropped_counted_and_reacknowledged():
+    ep = Recorder()
+    qp = RecvQP(ep, 1, 0)
+    pkts = _write_packets(2)
+    _deliver(qp, pkts[0])
+    _deliver(qp, pkts[0], ackreq=True)
+    assert ep.stats.duplicates == 1
+    assert _acks(ep.take()) == [(wire.AETH_ACK, 0xFFFFFE, 0xC001, 0)]
+    assert ep.msgs[0].received == 256
+
+
+def test_ce_marked_data_gets_a_cnp_and_an_ece_echo():
+    ep = Recorder()
+    qp = RecvQP(ep, 1, 0)
+    _deliver(qp, _write_packets(1)[0], ackreq=True, ce=True, sport=0xD123)
+    frames = ep.take()
+    assert frames[0][0] == wire.CNP
+    assert _acks(frames) == [(wire.AETH_ACK, 0xFFFFFE, 0xD123, wire.ECHO_ECE)]
+    assert ep.stats.ecn_marked == 1
+
+
+def _sender(mode: str, window: int = 4, packets: int = 8, **cfg):
+    ep = Recorder(reliability=mode, window=window, **cfg)
+    qp = SendQP(ep, 1, 0)
+    op = SendOp(1)
+    qp.post(True, memoryview(bytes(256 * packets)), op)
+    return ep, qp, op
+
+
+def test_sender_keeps_the_window_and_sets_ect0():
+    ep, qp, _ = _sender("gbn")
+    qp.pump(0.0, 100)
+    frames = ep.take()
+    assert [f[1] for f in frames] == [0xFFFFFE, 0xFFFFFF, 0, 1]
+    assert all(f[3] == wire.ECN_ECT0 for f in frames)
+    assert frames[0][0] == wire.WRITE_FIRST and frames[1][0] == wire.WRITE_MIDDLE
+
+
+@pytest.mark.parametrize("mode,resent", [("gbn", [0, 1, 2, 3]), ("sr", [0])])
+def test_a_nak_rewinds_go_back_n_but_selective_repeat_resends_one(mode, resent):
+    ep, qp, op = _sender(mode)
+    qp.pump(0.0, 100)
+    ep.take()
+    qp.on_ack(0, wire.AETH_NAK_PSN, 0xC000, 0, 0.001)   # covers FFFFFE, FFFFFF; 0 is missing
+    qp.pump(0.001, 100)
+    psns = [f[1] for f in ep.take()]
+    assert psns[:len(resent)] == resent
+    if mode == "gbn":
+        assert ep.stats.retransmitted == 2 and psns == [0, 1, 2, 3]
+    else:
+        assert ep.stats.retransmitted == 1 and psns == [0, 2, 3]     # then new packets
+    qp.on_ack(wire.psn_add(0xFFFFFE, 9), wire.AETH_ACK, 0xC000, 0, 0.002)
+    assert len(qp.inflight) == 4                   # an ACK beyond what was sent is ignored
+    qp.on_ack(3, wire.AETH_ACK, 0xC000, 0, 0.002)
+    assert not qp.inflight and not op.done
+    qp.pump(0.002, 100)
+    assert [f[1] for f in ep.take()] == [4, 5]
+    qp.on_ack(5, wire.AETH_ACK, 0xC000, 0, 0.003)
+    assert op.done and not qp.busy()
+
+
+def test_a_cnp_paces_the_queue_pair():
+    ep, qp, _ = _sender("gbn", window=64, packets=64)
+    qp.on_cnp(0.0)
+    assert 0 < qp.rate < 10e9 / 8
+    first = qp.pump(0.0, 100)
+    assert 1 <= first <= 17                        # a burst of the bucket, then wait
+    assert qp.pump(0.0, 100) == 0
+    assert qp.pump(1.0, 100) > 1                   # a second later the bucket is full again
+
+
+def test_the_retry_limit_raises_peer_unreachable():
+    ep, qp, _ = _sender("gbn", retry_limit=2, min_rto=0.001, max_rto=0.001)
+    now = 0.0
+    qp.pump(now, 100)
+    with pytest.raises(PeerUnreachable, match="rank 1 .10.0.0.2. did not acknowledge PSN"):
+        for _ in range(100):
+            now += 1.0
+            qp.on_timer(now)
+            qp.pump(now, 100)
+    assert ep.stats.timeouts == 3
+

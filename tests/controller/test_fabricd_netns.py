@@ -1,0 +1,232 @@
+"""End to end: hosts in namespaces talk across a 2x2 leaf-spine of p4switch processes that
+only fabricd configured (pipeline included): routes, Ethereal source ports, a multicast group,
+a NetReduce aggregation job, and a link taken down through fabricctl."""
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from controller.topology import load
+
+REPO = Path(__file__).resolve().parents[2]
+TOPO = REPO / "controller" / "topologies" / "leafspine-2x2.yaml"
+p4switch = pytest.importorskip("p4switch")
+if not hasattr(p4switch, "compile_program"):
+    pytest.skip("p4switch.compile_program (the p4switch frontend) is not available",
+                allow_module_level=True)
+from p4switch.device.process import SwitchProcess  # noqa: E402
+
+pytestmark = [pytest.mark.netns, pytest.mark.slow]
+
+
+def sh(ns, *args, check=True):
+    return subprocess.run(["ip", "netns", "exec", ns, *args], capture_output=True, text=True,
+                          check=check, timeout=60)
+
+
+def quiet(ns):
+    """No IPv6 on new interfaces: the kernel's own ND/MLD frames would show in the counters."""
+    sh(ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+       "net.ipv6.conf.default.disable_ipv6=1")
+
+
+def forwarded(ctl, switch):
+    reply = json.loads(ctl("--json", "counters", switch).stdout)
+    return {p["port"]: int(p["tx_packets"]) for p in reply["ports"]}
+
+
+def send_udp(ns, src, sport, dst, dport, count):
+    code = ("import socket, time\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 8)\n"   # default 1
+            f"s.bind(({src!r}, {sport}))\n"
+            f"for _ in range({count}):\n"
+            f"    s.sendto(bytes(64), ({dst!r}, {dport})); time.sleep(0.01)\n"
+            "time.sleep(0.3)\n")
+    sh(ns, sys.executable, "-c", code)
+
+
+def receive_udp(ns, port):
+    """A process in `ns` that prints how many datagrams reach `port` within 2 seconds."""
+    code = ("import socket\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            f"s.bind(('0.0.0.0', {port})); s.settimeout(2); n = 0\n"
+            "try:\n"
+            "    while True: s.recv(2048); n += 1\n"
+            "except OSError: print(n)\n")
+    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", code],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def send_contribution(ns, src, aggregator, job_id, slot, worker, workers, values):
+    """One NetReduce contribution: UDP 4791 / BTH opcode 0xC0 / Aggregation / ICRC."""
+    code = ("import socket\n"
+            "from scapy.contrib.roce import BTH\n"
+            "from collectives.layers import Aggregation\n"
+            f"payload = bytes(BTH(opcode=0xC0, dqpn=1, psn=0) / Aggregation("
+            f"job_id={job_id}, slot={slot}, worker_id={worker}, num_workers={workers}, "
+            f"values={values!r})) + bytes(4)\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            f"s.bind(({src!r}, 0xC000 + {worker}))\n"
+            f"s.sendto(payload, ({aggregator!r}, 4791))\n")
+    sh(ns, sys.executable, "-c", code)
+
+
+def receive_aggregation(ns):
+    """Prints 'RESULT [values]' for the first aggregation result reaching UDP 4791, or none."""
+    code = ("import socket\n"
+            "from scapy.contrib.roce import BTH\n"
+            "from collectives.layers import Aggregation\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "s.bind(('0.0.0.0', 4791)); s.settimeout(3)\n"
+            "try:\n"
+            "    agg = Aggregation(s.recv(4096)[12:])\n"
+            "    print(('RESULT ' if agg.flags & 1 else 'PARTIAL ') + str(list(agg.values)))\n"
+            "except OSError: print('none')\n")
+    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", code],
+                            stdout=subprocess.PIPE, text=True, cwd=REPO)
+
+
+def wire(netns_factory, topo):
+    """One namespace for the switches (Mininet interface names), one per host."""
+    fab = netns_factory.netns("fab")
+    quiet(fab)
+    hosts = {}
+    for lk in topo.links:
+        if lk.a in topo.hosts:
+            h = topo.host(lk.a)
+            ns = hosts[h.name] = netns_factory.netns(h.name)
+            quiet(ns)
+            netns_factory.veth(ns, fab, name_a="eth0", name_b=lk.b_intf)
+            leaf = topo.switch(h.leaf)
+            for cmd in (["link", "set", "eth0", "address", h.mac],
+                        ["addr", "add", f"{h.ip}/32", "dev", "eth0"],
+                        ["route", "add", leaf.gateway_ip, "dev", "eth0"],
+                        ["route", "add", "10.0.0.0/8", "via", leaf.gateway_ip],
+                        ["route", "add", "224.0.0.0/4", "dev", "eth0"],
+                        ["neigh", "add", leaf.gateway_ip, "lladdr", h.gateway_mac, "dev",
+                         "eth0"]):
+                subprocess.run(["ip", "-n", ns, *cmd], check=True, capture_output=True)
+        else:
+            netns_factory.veth(fab, fab, name_a=lk.a_intf, name_b=lk.b_intf)
+    return fab, hosts
+
+
+def ping(ns, ip) -> bool:
+    return sh(ns, "ping", "-c", "2", "-i", "0.2", "-W", "2", ip, check=False).returncode == 0
+
+
+class Net:
+    """The wired fabric: topology, host namespaces and fabricctl inside the fabric's one."""
+
+    def __init__(self, topo, fab, hosts, server):
+        self.topo, self.fab, self.hosts, self.server = topo, fab, hosts, server
+
+    def ctl(self, *args):
+        return sh(self.fab, sys.executable, "-m", "controller.fabricctl", "--server",
+                  self.server, *args, check=False)
+
+    def ip(self, host):
+        return self.topo.host(host).ip
+
+
+@pytest.fixture
+def net(netns_factory, tmp_path):
+    """Four p4switch processes without a program and fabricd (which pushes fabric.p4)."""
+    topo = load(TOPO)
+    fab, hosts = wire(netns_factory, topo)
+    procs = []
+    try:
+        addresses = {}
+        for sw in topo.switches.values():
+            ifaces = [a for port, lk in sorted(topo.ports(sw.name).items())
+                      for a in ("-i", f"{port}@{lk.a_intf if lk.a == sw.name else lk.b_intf}")]
+            proc = SwitchProcess(["--no-p4", "--device-id", str(sw.device_id), *ifaces],
+                                 netns=fab).__enter__()
+            procs.append(proc)
+            addresses[sw.name] = proc.grpc_addr
+        port_file = tmp_path / "port"
+        args = [sys.executable, "-m", "controller.fabricd", "--topology", str(TOPO),
+                "--listen", "127.0.0.1:0", "--port-file", str(port_file)]
+        args += [a for name, addr in addresses.items() for a in ("--switch", f"{name}={addr}")]
+        log = (tmp_path / "fabricd.log").open("w")
+        daemon = subprocess.Popen(["ip", "netns", "exec", fab, *args], cwd=REPO, stderr=log)
+        procs.append(daemon)
+        deadline = time.monotonic() + 60
+        while not port_file.exists() or not port_file.read_text().strip():
+            assert daemon.poll() is None, (tmp_path / "fabricd.log").read_text()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        yield Net(topo, fab, hosts, f"127.0.0.1:{port_file.read_text().strip()}")
+    finally:
+        for proc in reversed(procs):
+            if isinstance(proc, SwitchProcess):
+                proc.stop()
+            elif proc.poll() is None:
+                proc.terminate()
+                proc.wait(10)
+
+
+def test_routes_steps_groups_and_link_failure_on_the_data_plane(net):
+    hosts, ctl = net.hosts, net.ctl
+    assert ping(hosts["h1"], net.ip("h2"))          # same leaf
+    assert ping(hosts["h1"], net.ip("h3"))          # across a spine
+    assert ping(hosts["h4"], net.ip("h2"))
+    # Ethereal's source ports steer the fabric's own ECMP hash onto the planned spines.
+    plan = json.loads(ctl("--json", "step", "install", "s", "--flow", "h1:h3:8192",
+                          "--flow", "h2:h4:8192").stdout)
+    for sub in plan["subflows"]:
+        spine = sub["path"][1]
+        before = forwarded(ctl, spine)[2]
+        send_udp(hosts[sub["src"]], net.ip(sub["src"]), sub["sport"], net.ip(sub["dst"]),
+                 4791, count=5)
+        assert forwarded(ctl, spine)[2] == before + 5, (sub, spine)
+    # A multicast group: one packet from h1 reaches every other member, as unicast.
+    group = json.loads(ctl("--json", "group", "create", "g", "h1", "h2", "h3").stdout)
+    listeners = {h: receive_udp(hosts[h], 5000) for h in ("h1", "h2", "h3", "h4")}
+    time.sleep(0.5)
+    send_udp(hosts["h1"], net.ip("h1"), 5001, group["address"], 5000, count=1)
+    got = {h: p.communicate(timeout=10)[0].strip() for h, p in listeners.items()}
+    assert got == {"h1": "0", "h2": "1", "h3": "1", "h4": "0"}, got
+    result = ctl("link", "leaf1-spine1", "down")
+    assert result.returncode == 0, result.stdout + result.stderr
+    before = forwarded(ctl, "spine1"), forwarded(ctl, "spine2")
+    for _ in range(3):
+        assert ping(hosts["h1"], net.ip("h3"))
+        assert ping(hosts["h2"], net.ip("h4"))
+    after = forwarded(ctl, "spine1"), forwarded(ctl, "spine2")
+    assert after[0] == before[0]                     # nothing crossed spine1 any more
+    assert after[1][2] >= before[1][2] + 12          # 3 x 2 pings x 2 flows went via spine2
+
+
+def test_aggregation_job_sums_and_multicasts_the_result(net):
+    job = json.loads(net.ctl("--json", "job", "create", "nr", "h1", "h2", "h3",
+                             "--slots", "4").stdout)
+    assert (job["leaf"], job["address"]) == ("leaf1", "10.0.1.253")
+    workers = job["workers"]
+    listeners = {h: receive_aggregation(net.hosts[h]) for h in ("h1", "h2", "h3", "h4")}
+    time.sleep(0.5)
+    for wid, host in enumerate(workers):
+        send_contribution(net.hosts[host], net.ip(host), job["address"], job["job_id"],
+                          job["slot_base"], wid, len(workers), [wid + 1, -wid] * 16)
+        time.sleep(0.2)
+    got = {h: p.communicate(timeout=10)[0].strip() for h, p in listeners.items()}
+    total = [1 + 2 + 3, 0 - 1 - 2] * 16
+    result = f"RESULT {total}"
+    assert got == {"h1": result, "h2": result, "h3": result, "h4": "none"}, got
+
+
+def test_a_slice_is_isolated_from_other_traffic(net):
+    out = net.ctl("--json", "slice", "create", "jobA", "2")
+    assert out.returncode == 0, out.stderr
+    members = json.loads(out.stdout)["hosts"]
+    assert members == ["h1", "h2"]
+    assert ping(net.hosts["h1"], net.ip("h2"))          # inside the slice
+    assert ping(net.hosts["h3"], net.ip("h4"))          # outside, among themselves
+    assert not ping(net.hosts["h3"], net.ip("h1"))      # never across
+    assert not ping(net.hosts["h2"], net.ip("h4"))
+    assert net.ctl("slice", "delete", "jobA").returncode == 0
+    assert ping(net.hosts["h3"], net.ip("h1"))          # released: shared routing again

@@ -1,0 +1,105 @@
+"""What each switch must hold, computed from the intent without any switch."""
+from pathlib import Path
+
+import pytest
+
+from controller import hashing, install
+from controller.ethereal import Flow
+from controller.install_intent import Intent
+from controller.topology import host_mac, switch_port_mac
+
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "controller" / "topologies"
+
+
+def intent_of(name):
+    return Intent.from_yaml((TOPOLOGIES / f"{name}.yaml").read_text(), slot_capacity=64)
+
+
+def by_prefix(plan, slice_id=0):
+    return {r.prefix: r for r in plan.routes if r.slice_id == slice_id}
+
+
+def test_routes_and_ecmp_groups_of_a_2x2_fabric():
+    plans = install.plan_switches(intent_of("leafspine-2x2"))
+    leaf1, spine2 = by_prefix(plans["leaf1"]), by_prefix(plans["spine2"])
+    assert set(leaf1) == {"10.0.1.1/32", "10.0.1.2/32", "10.0.2.0/24"}
+    host = leaf1["10.0.1.2/32"].hops
+    assert host == (install.NextHop(2, host_mac("10.0.1.2"), switch_port_mac(1, 2)),)
+    group = leaf1["10.0.2.0/24"].hops
+    # Member i is the uplink to spine i (CONTRACTS.md); dmac is that spine's port MAC.
+    assert [h.port for h in group] == [3, 4]
+    assert [h.dmac for h in group] == [switch_port_mac(3, 1), switch_port_mac(4, 1)]
+    assert {p: r.hops[0].port for p, r in spine2.items()} == {"10.0.1.0/24": 1,
+                                                               "10.0.2.0/24": 2}
+    assert all(plans["leaf1"].ports_up.values()) and plans["leaf1"].ecn_threshold[3] > 0
+
+
+def test_a_failed_link_leaves_every_group_and_is_marked_down():
+    intent = intent_of("leafspine-4x4")
+    intent.set_link("leaf1-spine2", False)
+    plans = install.plan_switches(intent)
+    assert [h.port for h in by_prefix(plans["leaf1"])["10.0.3.0/24"].hops] == [5, 7, 8]
+    assert [h.port for h in by_prefix(plans["leaf3"])["10.0.1.0/24"].hops] == [5, 7, 8]
+    assert "10.0.1.0/24" not in by_prefix(plans["spine2"])
+    assert plans["leaf1"].ports_up[6] is False and plans["spine2"].ports_up[1] is False
+
+
+def test_slices_get_classification_and_their_own_routes():
+    intent = intent_of("leafspine-4x4")
+    sl = intent.create_slice("jobA", 6)
+    plans = install.plan_switches(intent)
+    for sw in (*sl.leaves, *sl.spines):
+        routes = [r for r in plans[sw].routes if r.slice_id == sl.slice_id]
+        assert routes, sw
+        for r in routes:
+            for hop in r.hops:
+                link = intent.topo.ports(sw)[hop.port]
+                assert link.index in sl.links  # a slice only ever uses its own cables
+    for sw, ports in sl.ingress_ports(intent.topo).items():
+        assert all(plans[sw].slice_ports[p] == sl.slice_id for p in ports)
+    # Unsliced traffic no longer reaches the slice's hosts nor uses its cables.
+    shared = by_prefix(plans["leaf4"])
+    assert all(f"{intent.topo.host(h).ip}/32" not in shared for h in sl.hosts)
+
+
+def test_step_pins_follow_the_planned_paths_and_sports_hash_onto_them():
+    intent = intent_of("leafspine-4x4")
+    flows = [Flow(f"h{i}", f"h{i + 4}", 1 << 20) for i in range(1, 5)]
+    step = intent.install_step("s", flows, pins=True)
+    plans = install.plan_switches(intent)
+    for sub in intent.step_plan(step).subflows:
+        src, dst = intent.topo.host(sub.flow.src), intent.topo.host(sub.flow.dst)
+        first = sub.path.hops[0]
+        pins = [p for p in plans[first.src].pins if p.sport == sub.sport and p.src_ip == src.ip]
+        assert [p.hop.port for p in pins] == [first.src_port]
+        member = hashing.ecmp_member(src.ip, dst.ip, hashing.UDP, sub.sport, 4791, 4)
+        assert member == first.src_port - 5   # uplinks are ports 5..8
+
+
+@pytest.mark.parametrize("members", [["h1", "h2"], ["h1", "h6", "h11"]])
+def test_multicast_groups_replicate_along_one_tree(members):
+    intent = intent_of("leafspine-4x4")
+    group = intent.create_group("g", members)
+    plans = install.plan_switches(intent)
+    holders = {sw: [g for g in p.groups if g.group_id == group.group_id]
+               for sw, p in plans.items()}
+    holders = {sw: g[0] for sw, g in holders.items() if g}
+    leaves = {intent.topo.host(m).leaf for m in members}
+    assert leaves <= set(holders)
+    for m in members:
+        h = intent.topo.host(m)
+        ports = [r.port for r in holders[h.leaf].replicas]
+        assert h.leaf_port in ports
+    assert all(g.address == group.address for g in holders.values())
+    spines = [sw for sw in holders if sw.startswith("spine")]
+    assert len(spines) == (1 if len(leaves) > 1 else 0)
+
+
+def test_aggregation_job_lands_on_its_leaf():
+    intent = intent_of("leafspine-4x4")
+    job = intent.create_job("nr", ["h1", "h2", "h5"], 16)
+    plans = install.plan_switches(intent)
+    assert plans["leaf1"].jobs == [install.AggEntry(job.job_id, job.result_ip, 0, 16, 3,
+                                                    job.group_id)]
+    assert not any(p.jobs for sw, p in plans.items() if sw != "leaf1")
+    assert any(g.group_id == job.group_id for g in plans["leaf2"].groups)

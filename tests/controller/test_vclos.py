@@ -1,0 +1,133 @@
+import pytest
+
+from controller import topology as t
+from controller.ethereal import plan_step
+from controller.steps import all_to_all, flows_of
+from controller.vclos import AllocationError, VClosAllocator
+
+
+def fabric_links(topo, sl):
+    return {i for i in sl.links if topo.links[i].a not in topo.hosts}
+
+
+@pytest.mark.parametrize("isolation", ["switch", "link"])
+def test_two_jobs_get_link_disjoint_non_blocking_slices(isolation):
+    topo = t.leaf_spine(4, 4, 4)
+    alloc = VClosAllocator(topo, isolation)
+    a = alloc.allocate("a", 8)
+    b = alloc.allocate("b", 4 if isolation == "switch" else 6)
+    assert not a.links & b.links
+    assert not set(a.hosts) & set(b.hosts)
+    assert a.slice_id != b.slice_id
+    for sl in (a, b):
+        assert len(sl.hosts) == len(set(sl.hosts))
+        assert all(topo.host(h).leaf in sl.leaves for h in sl.hosts)
+        for leaf in sl.leaves if len(sl.leaves) > 1 else ():  # non-blocking: an uplink per host
+            mine = sum(1 for h in sl.hosts if topo.host(h).leaf == leaf)
+            ups = [lk for lk in topo.uplinks(leaf) if lk.index in sl.links]
+            assert len(ups) >= mine
+            assert {lk.b for lk in ups} == set(sl.spines)
+    if isolation == "switch":
+        assert not set(a.leaves + a.spines) & set(b.leaves + b.spines)
+    # classification by ingress port never puts one port in two slices
+    pa, pb = a.ingress_ports(topo), b.ingress_ports(topo)
+    for sw in set(pa) & set(pb):
+        assert not set(pa[sw]) & set(pb[sw])
+
+
+def test_slice_traffic_stays_on_slice_links():
+    topo = t.leaf_spine(4, 4, 4)
+    alloc = VClosAllocator(topo, "link")
+    alloc.allocate("a", 8)
+    b = alloc.allocate("b", 6)
+    routing = b.routing(topo)
+    flows = flows_of(all_to_all(6, 6 * 4096)[0], list(b.hosts))
+    plan = plan_step(topo, flows, routing=routing)
+    used = {h.link for s in plan.subflows if s.path for h in s.path.hops}
+    assert used and used <= fabric_links(topo, b)
+    for route in b.routes(topo):
+        owned = {topo.ports(route.switch)[p].index for p in route.ports}
+        assert owned <= b.links
+    # only the slice's own hosts get routes
+    prefixes = {r.prefix for r in b.routes(topo) if r.prefix.endswith("/32")}
+    assert prefixes == {f"{topo.host(h).ip}/32" for h in b.hosts}
+
+
+def test_third_job_refused_with_reason_and_release_makes_room():
+    topo = t.leaf_spine(4, 4, 4)
+    alloc = VClosAllocator(topo)
+    alloc.allocate("a", 8)                  # leaf1, leaf2 and all four spines
+    with pytest.raises(AllocationError, match=r"job 'c' needs 5 hosts: 8 hosts are on unused "
+                                              r"leaves but no isolated virtual Clos fits"):
+        alloc.allocate("c", 5)
+    alloc.allocate("b", 4)                  # still fits: a whole leaf, no spine needed
+    with pytest.raises(AllocationError, match="needs 8 hosts but only 4 hosts are on unused"):
+        alloc.allocate("c", 8)
+    before = dict(alloc.slices)
+    with pytest.raises(AllocationError):
+        alloc.allocate("c", 8)
+    assert alloc.slices == before           # refusal changes nothing
+    alloc.release("a")
+    c = alloc.allocate("c", 8)
+    assert len(c.hosts) == 8 and not c.links & alloc.slices["b"].links
+
+
+def test_fragmentation_report():
+    topo = t.leaf_spine(4, 4, 4)
+    alloc = VClosAllocator(topo)
+    assert alloc.fragmentation().ratio == 0 and alloc.fragmentation().largest_job == 16
+    alloc.allocate("a", 3)                  # one leaf, one host left stranded on it
+    frag = alloc.fragmentation()
+    assert frag.free_hosts == 13 and frag.free_leaves == 3 and frag.largest_job == 12
+    assert frag.ratio == pytest.approx(1 / 13)
+    alloc.allocate("b", 1)                  # switch isolation: a new leaf for one host
+    assert alloc.slices["b"].leaves == ("leaf2",) and alloc.fragmentation().largest_job == 8
+    link = VClosAllocator(topo, "link")
+    link.allocate("a", 3)
+    assert link.allocate("b", 1).leaves == ("leaf1",)   # link isolation: the stranded host
+    assert link.fragmentation().largest_job == 12 and link.fragmentation().ratio == 0
+
+
+def test_even_spread_over_fewest_leaves():
+    topo = t.leaf_spine(4, 4, 4)
+    sl = VClosAllocator(topo).allocate("a", 6)
+    per_leaf = sorted(sum(1 for h in sl.hosts if topo.host(h).leaf == lf) for lf in sl.leaves)
+    assert per_leaf == [3, 3] and len(sl.spines) == 3
+
+
+def test_parallel_cables_count_as_uplinks():
+    topo = t.leaf_spine(2, 2, 4, parallel_links=2)
+    sl = VClosAllocator(topo).allocate("a", 8)
+    assert len(sl.spines) == 2
+    assert len([i for i in sl.links if topo.links[i].a not in topo.hosts]) == 8
+
+
+def test_fat_tree_slices_stay_within_a_pod():
+    topo = t.fat_tree(4)
+    sl = VClosAllocator(topo).allocate("a", 4)
+    assert {topo.switch(s).pod for s in sl.leaves + sl.spines} == {0}
+    assert all(s.startswith("agg") for s in sl.spines)
+
+
+@pytest.mark.parametrize("job, n, message", [
+    ("", 2, "non-empty string"),
+    ("a", 0, "positive integer"),
+    ("a", "2", "positive integer"),
+    ("a", 99, "needs 99 hosts but the fabric has only 16"),
+])
+def test_bad_requests(job, n, message):
+    alloc = VClosAllocator(t.leaf_spine(4, 4, 4))
+    with pytest.raises(AllocationError, match=message):
+        alloc.allocate(job, n)
+    assert alloc.slices == {}
+
+
+def test_duplicate_and_unknown_jobs():
+    alloc = VClosAllocator(t.leaf_spine(2, 2, 2))
+    alloc.allocate("a", 1)
+    with pytest.raises(AllocationError, match="already holds a slice"):
+        alloc.allocate("a", 1)
+    with pytest.raises(AllocationError, match="holds no slice"):
+        alloc.release("zz")
+    with pytest.raises(ValueError, match="isolation"):
+        VClosAllocator(t.leaf_spine(2, 2, 2), "pod")

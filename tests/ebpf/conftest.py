@@ -1,0 +1,56 @@
+"""Each program is compiled once per test session; every test starts from empty maps."""
+import pytest
+
+from ebpf.flowsplit import Flowsplit
+from ebpf.impair import Impair
+from ebpf.reps import Reps
+from ebpf.spray import Spray
+
+
+@pytest.fixture(scope="session")
+def _flowsplit():
+    with Flowsplit.load() as prog:
+        yield prog
+
+
+@pytest.fixture
+def flowsplit(_flowsplit):
+    _flowsplit.clear()
+    return _flowsplit
+
+
+@pytest.fixture(scope="session")
+def _reps():
+    with Reps.load() as prog:
+        yield prog
+
+
+@pytest.fixture
+def reps(_reps):
+    _reps.clear()
+    return _reps
+
+
+@pytest.fixture(scope="session")
+def _spray():
+    with Spray.load() as prog:
+        yield prog
+
+
+@pytest.fixture
+def spray(_spray):
+    _spray.disable()
+    return _spray
+
+
+@pytest.fixture(scope="session")
+def _impair():
+    with Impair.load() as prog:
+        yield prog
+
+
+@pytest.fixture
+def impair(_impair):
+    _impair.disable()
+    _impair.reset_counters()
+    return _impair

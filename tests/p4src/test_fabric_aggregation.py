@@ -1,0 +1,167 @@
+"""In-network aggregation in fabric.p4: exact wrap-around sums, idempotent duplicates before and
+after completion, the kept result for late retransmissions, and slot reuse."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from fabric_testlib import (
+    agg,
+    host_ip,
+    host_mac,
+    install_leaf,
+    ip,
+    mac_int,
+    port_smac,
+    routed,
+)
+from scapy.contrib.roce import BTH
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from collectives.layers import AGG_FLAG_RESULT, AGG_OPCODE, AGG_VALUES, Aggregation
+
+pytest_plugins = ["fabric_fixtures"]  # the `sw` fixture
+
+AGGREGATOR, JOB, RESULT_GROUP, RESULT_IP = "10.0.1.253", 7, 5, "239.1.0.5"
+SLOT_BASE = 16
+
+
+def _job(sw, workers, slots=4):
+    install_leaf(sw)
+    sw.mc_group_create(RESULT_GROUP, [(p, p) for p in range(1, workers + 1)])
+    sw.table_add("FabricIngress.mcast_route", {"meta.slice_id": 0, "hdr.ipv4.dstAddr": ip(RESULT_IP)},
+                 "FabricIngress.set_mcast_group", {"group": RESULT_GROUP})
+    for p in range(1, workers + 1):
+        sw.table_add("FabricEgress.mcast_rewrite", {"meta.mcast_grp": RESULT_GROUP,
+                                              "standard_metadata.egress_rid": p},
+                     "FabricEgress.rewrite_replica",
+                     {"smac": mac_int(port_smac(p)), "dmac": mac_int(host_mac(p)),
+                      "dst_ip": ip(host_ip(p))})
+    sw.table_add("FabricIngress.agg_jobs", {"hdr.ipv4.dstAddr": ip(AGGREGATOR), "hdr.agg.jobId": JOB},
+                 "FabricIngress.agg_job", {"result_ip": ip(RESULT_IP), "slot_base": SLOT_BASE,
+                                     "num_slots": slots, "num_workers": workers})
+
+
+def _values(rng):
+    return [rng.randint(-2**31, 2**31 - 1) for _ in range(AGG_VALUES)]
+
+
+def _wrap_sum(vectors):
+    out = []
+    for column in zip(*vectors, strict=True):
+        s = sum(column) & 0xFFFFFFFF
+        out.append(s - 2**32 if s >= 2**31 else s)
+    return out
+
+
+def _contribute(sw, worker, values, slot=0, **kw):
+    """Worker `worker` contributes to the job's slot number `slot` (counted from slot_base)."""
+    return sw.process(worker + 1, agg(worker, values, slot=SLOT_BASE + slot, **kw))
+
+
+def _check_result(out, port, sums, version, *, dst_ip):
+    pkt = Ether(out)
+    assert pkt[BTH].opcode == AGG_OPCODE
+    a = pkt[Aggregation]
+    assert a.values == sums
+    assert a.flags == AGG_FLAG_RESULT | (version << 1)
+    assert (pkt[IP].src, pkt[IP].dst, pkt[IP].ttl) == (AGGREGATOR, dst_ip, 64)
+    assert (pkt.src, pkt.dst) == (port_smac(port), host_mac(port))
+    assert pkt[UDP].chksum == 0 and pkt[UDP].dport == 4791
+
+
+@pytest.mark.parametrize("workers", range(2, 9))
+def test_sum_of_n_workers_is_exact_and_multicast_to_all(sw, workers):
+    _job(sw, workers)
+    rng = random.Random(workers)
+    vectors = [_values(rng) for _ in range(workers)]
+    order = list(range(workers))
+    rng.shuffle(order)
+    for w in order[:-1]:
+        assert _contribute(sw, w, vectors[w], num_workers=workers, slot=1) == []
+    outs = dict(_contribute(sw, order[-1], vectors[order[-1]], num_workers=workers, slot=1))
+    assert set(outs) == set(range(1, workers + 1))  # the completing worker too
+    for port, out in outs.items():
+        _check_result(out, port, _wrap_sum(vectors), 0, dst_ip=host_ip(port))
+    assert sw.register_read("FabricIngress.agg_count", 2 * (SLOT_BASE + 1)) == workers
+
+
+def test_duplicates_before_completion_do_not_double_count(sw):
+    _job(sw, 3)
+    rng = random.Random(1)
+    vectors = [_values(rng) for _ in range(3)]
+    for _ in range(3):
+        assert _contribute(sw, 0, vectors[0], num_workers=3) == []
+    assert _contribute(sw, 1, vectors[1], num_workers=3) == []
+    assert _contribute(sw, 1, vectors[1], num_workers=3) == []
+    outs = dict(_contribute(sw, 2, vectors[2], num_workers=3))
+    assert set(outs) == {1, 2, 3}
+    assert Ether(outs[1])[Aggregation].values == _wrap_sum(vectors)
+
+
+def test_retransmission_after_completion_gets_the_kept_result_by_unicast(sw):
+    _job(sw, 3)
+    rng = random.Random(2)
+    vectors = [_values(rng) for _ in range(3)]
+    for w in range(3):
+        _contribute(sw, w, vectors[w], num_workers=3)
+    for _ in range(2):  # idempotent: the sums do not move
+        (port, out), = _contribute(sw, 1, vectors[1], num_workers=3)
+        assert port == 2
+        _check_result(out, 2, _wrap_sum(vectors), 0, dst_ip=host_ip(2))
+
+
+def test_slot_reuse_alternates_versions_and_keeps_the_previous_result(sw):
+    _job(sw, 2)
+    rng = random.Random(3)
+    rounds = [[_values(rng) for _ in range(2)] for _ in range(4)]
+    for n, vectors in enumerate(rounds):
+        version = n % 2
+        assert _contribute(sw, 0, vectors[0], version=version) == []
+        if n:
+            # Worker 1 has not moved on yet: its retransmission of the previous use is
+            # answered from the other set, which worker 0's new contribution left intact.
+            (port, out), = _contribute(sw, 1, rounds[n - 1][1], version=1 - version)
+            _check_result(out, 2, _wrap_sum(rounds[n - 1]), 1 - version, dst_ip=host_ip(2))
+        outs = dict(_contribute(sw, 1, vectors[1], version=version))
+        assert set(outs) == {1, 2}
+        _check_result(outs[1], 1, _wrap_sum(vectors), version, dst_ip=host_ip(1))
+
+
+def test_slots_are_independent(sw):
+    _job(sw, 2)
+    a, b = [1] * AGG_VALUES, [2] * AGG_VALUES
+    assert _contribute(sw, 0, a, slot=0) == []
+    assert _contribute(sw, 0, b, slot=3) == []
+    assert Ether(_contribute(sw, 1, a, slot=3)[0][1])[Aggregation].values == [3] * AGG_VALUES
+    assert Ether(_contribute(sw, 1, b, slot=0)[0][1])[Aggregation].values == [3] * AGG_VALUES
+
+
+def test_out_of_range_slot_or_worker_is_dropped_and_counted(sw):
+    _job(sw, 2, slots=4)
+    assert _contribute(sw, 0, [1] * AGG_VALUES, slot=4) == []
+    assert _contribute(sw, 0, [1] * AGG_VALUES, slot=-1) == []  # another job's slot
+    assert sw.process(3, agg(2, [1] * AGG_VALUES, slot=SLOT_BASE)) == []
+    assert sw.counter_read("FabricIngress.port_drops", 1)[0] == 2
+    assert sw.counter_read("FabricIngress.port_drops", 3)[0] == 1
+    assert sw.register_read("FabricIngress.agg_count", 2 * SLOT_BASE) == 0
+
+
+def test_without_a_job_the_contribution_is_routed_on(sw):
+    install_leaf(sw)
+    data = agg(0, list(range(AGG_VALUES)), dst="10.0.2.253")
+    (port, out), = sw.process(1, data)
+    assert port in (11, 12, 13, 14) and out == routed(data, port)
+
+
+def test_other_roce_opcodes_are_plain_traffic(sw):
+    _job(sw, 2)
+    data = bytes(Ether() / IP(src=host_ip(1), dst=AGGREGATOR) / UDP(sport=0xC000, dport=4791)
+                 / BTH(opcode=0x0A, psn=1) / (b"\x00" * 140))
+    assert sw.process(1, data) == []  # routed: the aggregator address has no route here
+    sw.table_add("FabricIngress.ipv4_route", {"meta.slice_id": 0,
+                                        "hdr.ipv4.dstAddr": (ip(AGGREGATOR), 32)},
+                 "FabricIngress.route_to_port", {"port": 8})
+    (port, out), = sw.process(1, data)
+    assert port == 8 and out == routed(data, 8)

@@ -1,0 +1,181 @@
+"""fabric.p4 configured the way the controller does it: `p4switch run` (and BMv2's
+simple_switch_grpc where installed) on three veth ports, pipeline pushed and entries written
+over P4Runtime (p4runtime-shell), packets forwarded end to end: a host route, ECMP, fast
+failover through the liveness register, a pin and its counter."""
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+from fabric_testlib import FABRIC_P4, host_ip, port_dmac, port_smac, routed, udp
+from p4.v1 import p4runtime_pb2
+
+from controller import hashing
+from p4switch.device.process import compile_for, start_target
+
+sh = pytest.importorskip("p4runtime_sh.shell")
+
+pytestmark = pytest.mark.netns
+ETH_P_ALL = 0x0003
+_names = itertools.count()
+
+
+def _unique(prefix: str) -> str:
+    """A root-namespace interface name unique to this process (at most 15 bytes)."""
+    return f"{prefix}{os.getpid() % 100000:05d}{next(_names):03d}"[:15]
+
+
+def _ip(*args):
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+@pytest.fixture
+def veths():
+    """Three veth pairs (switch end, wire end) in the root namespace, removed afterwards."""
+    pairs = []
+    try:
+        for _ in range(3):
+            sw_end, wire = _unique("fsw"), _unique("fwi")
+            _ip("link", "add", sw_end, "type", "veth", "peer", "name", wire)
+            pairs.append((sw_end, wire))
+            for dev in (sw_end, wire):
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"],
+                               check=True)
+                _ip("link", "set", dev, "up")
+        yield pairs
+    finally:
+        for sw_end, _ in pairs:
+            subprocess.run(["ip", "link", "del", sw_end], capture_output=True)
+
+
+class Wires:
+    """Raw sockets on the wire ends: port 1 sends, every port can receive."""
+
+    def __init__(self, pairs):
+        self.rx = {}
+        for port, (_, wire) in enumerate(pairs, start=1):
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            sock.bind((wire, 0))
+            sock.settimeout(0.05)
+            self.rx[port] = sock
+        self.tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        self.tx.bind((pairs[0][1], 0))
+
+    def send(self, data: bytes, marker: bytes, wait: float = 1.5) -> dict[int, list[bytes]]:
+        """Send `data` into port 1; the frames carrying `marker` that leave each port."""
+        self.tx.send(data)
+        got: dict[int, list[bytes]] = {}
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            for port, sock in self.rx.items():
+                try:
+                    frame, addr = sock.recvfrom(4096)
+                except TimeoutError:
+                    continue
+                if addr[2] != socket.PACKET_OUTGOING and marker in frame:
+                    got.setdefault(port, []).append(frame)
+            if got:
+                deadline = min(deadline, time.monotonic() + 0.2)
+        return got
+
+    def close(self):
+        for sock in [self.tx, *self.rx.values()]:
+            sock.close()
+
+
+@pytest.fixture(params=["p4switch", pytest.param("bmv2", marks=pytest.mark.bmv2)])
+def target(request):
+    if request.param == "bmv2" and shutil.which("p4c-bm2-ss") is None:
+        pytest.skip("p4c-bm2-ss is not on PATH")
+    return request.param
+
+
+@pytest.fixture
+def fabric(target, veths, tmp_path):
+    """fabric.p4 on `p4switch run` (or simple_switch_grpc), pushed by p4runtime-shell; yields
+    the raw wires."""
+    pipeline = sh.FwdPipeConfig(*compile_for(target, str(FABRIC_P4), str(tmp_path)))
+    ports = {port: sw_end for port, (sw_end, _) in enumerate(veths, start=1)}
+    with start_target(target, ports, device_id=1) as switch:
+        sh.setup(device_id=1, grpc_addr=switch.grpc_addr, election_id=(0, 1), config=pipeline,
+                 verbose=False)
+        wires = Wires(veths)
+        try:
+            for port in (2, 3):
+                macs = sh.TableEntry("FabricEgress.port_mac")(action="FabricEgress.set_port_macs")
+                macs.match["standard_metadata.egress_port"] = str(port)
+                macs.action["smac"] = port_smac(port)
+                macs.action["dmac"] = port_dmac(port)
+                macs.insert()
+            yield wires
+        finally:
+            wires.close()
+            sh.teardown()
+
+
+def _route(prefix: str, action: str, **params):
+    entry = sh.TableEntry("FabricIngress.ipv4_route")(action=f"FabricIngress.{action}")
+    entry.match["meta.slice_id"] = "0"
+    entry.match["hdr.ipv4.dstAddr"] = prefix
+    for name, value in params.items():
+        entry.action[name] = str(value)
+    entry.insert()
+
+
+def _set_port_down(port: int, down: int) -> None:
+    """p4runtime-shell 0.0.6 has no RegisterEntry: a raw P4Runtime write, as the controller does."""
+    reg = next(r for r in sh.client.get_p4info().registers
+               if r.preamble.name == "FabricIngress.port_down")
+    update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
+    entry = update.entity.register_entry
+    entry.register_id = reg.preamble.id
+    entry.index.index = port
+    entry.data.bitstring = bytes([down])
+    sh.client.write_update(update)
+
+
+def test_host_route_forwards_and_counts(fabric):
+    _route(f"{host_ip(2)}/32", "route_to_port", port=2)
+    data = udp(host_ip(1), host_ip(2), 0xC000, 4791, payload=b"through p4runtime")
+    assert fabric.send(data, b"through p4runtime") == {2: [routed(data, 2)]}
+    (sent,) = sh.CounterEntry("FabricEgress.port_tx")(index=2).read()
+    assert (sent.packet_count, sent.byte_count) == (1, len(data))
+
+
+def test_ecmp_failover_and_pin_over_p4runtime(fabric):
+    _route("10.0.2.0/24", "route_to_group", group=1)
+    group = sh.TableEntry("FabricIngress.ecmp_groups")(action="FabricIngress.set_group")
+    group.match["meta.ecmp_group"] = "1"
+    group.action["size"], group.action["mode"] = "2", "0"
+    group.insert()
+    for member, (port, backup) in enumerate(((2, 3), (3, 2))):
+        entry = sh.TableEntry("FabricIngress.ecmp_members")(action="FabricIngress.set_member")
+        entry.match["meta.ecmp_group"], entry.match["meta.ecmp_member"] = "1", str(member)
+        entry.action["port"], entry.action["backup_port"] = str(port), str(backup)
+        entry.insert()
+
+    dst = "10.0.2.9"
+    to_2 = hashing.sport_for_member(host_ip(1), dst, 4791, 2, 0)
+    to_3 = hashing.sport_for_member(host_ip(1), dst, 4791, 2, 1)
+    flow_a = udp(host_ip(1), dst, to_2, 4791, payload=b"flow a: long enough for a BTH")
+    flow_b = udp(host_ip(1), dst, to_3, 4791, payload=b"flow b: long enough for a BTH")
+    assert fabric.send(flow_a, b"flow a") == {2: [routed(flow_a, 2)]}
+    assert fabric.send(flow_b, b"flow b") == {3: [routed(flow_b, 3)]}
+
+    _set_port_down(2, 1)  # fast failover: member 0 falls back to its backup, port 3
+    assert fabric.send(flow_a, b"flow a") == {3: [routed(flow_a, 3)]}
+    _set_port_down(2, 0)
+
+    pin = sh.TableEntry("FabricIngress.path_pin")(action="FabricIngress.pin_path")
+    pin.match["hdr.ipv4.srcAddr"], pin.match["hdr.ipv4.dstAddr"] = host_ip(1), dst
+    pin.match["meta.l4_sport"], pin.match["meta.l4_dport"] = str(to_3), "4791"
+    pin.action["port"] = "2"
+    pin.insert()
+    assert fabric.send(flow_b, b"flow b") == {2: [routed(flow_b, 2)]}
+    (hits,) = sh.DirectCounterEntry("FabricIngress.pin_counter").read()
+    assert (hits.packet_count, hits.byte_count) == (1, len(flow_b))

@@ -1,0 +1,24 @@
+"""Every STF file under p4src/tests/ (one per fabric.p4 feature) runs through p4switch's STF
+runner, the same files p4c's BMv2 driver runs where BMv2 is installed."""
+from __future__ import annotations
+
+import pytest
+from fabric_testlib import FABRIC_P4
+
+from p4switch.stf import run_stf
+
+pytest_plugins = ["fabric_fixtures"]  # the `sw` fixture
+
+STF_FILES = sorted((FABRIC_P4.parent / "tests").glob("*.stf"))
+FEATURES = {"routing", "ecmp", "pin", "spray", "slices", "ecn", "multicast", "failover",
+            "aggregation"}
+
+
+def test_every_feature_has_an_stf_file():
+    assert FEATURES <= {p.stem for p in STF_FILES}
+
+
+@pytest.mark.parametrize("stf", STF_FILES, ids=[p.stem for p in STF_FILES])
+def test_stf(stf, sw):
+    result = run_stf(FABRIC_P4, stf, sw=sw)
+    assert result.passed, result.report

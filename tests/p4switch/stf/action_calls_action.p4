@@ -1,0 +1,65 @@
+// An action calling another action, and a table action using it with action data.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8>  a;
+    bit<8>  b;
+    bit<16> c;
+    bit<32> d;
+}
+
+struct headers_t {
+    h_t h;
+}
+
+struct meta_t {
+}
+
+parser ParserImpl(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                  inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.h);
+        transition accept;
+    }
+}
+
+control VerifyChecksumImpl(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control IngressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action set_b(bit<8> v) {
+        hdr.h.b = v;
+    }
+    action set_both(bit<8> v, bit<16> w) {
+        set_b(v + 1);
+        hdr.h.c = w;
+        sm.egress_spec = 2;
+    }
+    table t {
+        key = { hdr.h.a: exact; }
+        actions = { set_both; NoAction; }
+        default_action = NoAction();
+    }
+    apply {
+        t.apply();
+    }
+}
+
+control EgressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { }
+}
+
+control ComputeChecksumImpl(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control DeparserImpl(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.h);
+    }
+}
+
+V1Switch(ParserImpl(), VerifyChecksumImpl(), IngressImpl(), EgressImpl(),
+         ComputeChecksumImpl(), DeparserImpl()) main;

@@ -1,0 +1,76 @@
+// switch on apply().action_run, including the default label.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8>  a;
+    bit<8>  b;
+    bit<16> c;
+    bit<32> d;
+}
+
+struct headers_t {
+    h_t h;
+}
+
+struct meta_t {
+}
+
+parser ParserImpl(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                  inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.h);
+        transition accept;
+    }
+}
+
+control VerifyChecksumImpl(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control IngressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action a1() {
+        hdr.h.c = 0x0101;
+    }
+    action a2(bit<16> v) {
+        hdr.h.c = v;
+    }
+    action a3() {
+    }
+    table t {
+        key = { hdr.h.a: exact; }
+        actions = { a1; a2; a3; }
+        default_action = a3();
+    }
+    apply {
+        sm.egress_spec = 1;
+        switch (t.apply().action_run) {
+            a1: {
+                hdr.h.b = 1;
+            }
+            a2: {
+                hdr.h.b = 2;
+            }
+            default: {
+                hdr.h.b = 0xff;
+            }
+        }
+    }
+}
+
+control EgressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { }
+}
+
+control ComputeChecksumImpl(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control DeparserImpl(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.h);
+    }
+}
+
+V1Switch(ParserImpl(), VerifyChecksumImpl(), IngressImpl(), EgressImpl(),
+         ComputeChecksumImpl(), DeparserImpl()) main;

@@ -1,0 +1,70 @@
+// apply().hit and apply().miss in conditions.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8>  a;
+    bit<8>  b;
+    bit<16> c;
+    bit<32> d;
+}
+
+struct headers_t {
+    h_t h;
+}
+
+struct meta_t {
+}
+
+parser ParserImpl(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                  inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.h);
+        transition accept;
+    }
+}
+
+control VerifyChecksumImpl(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control IngressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    table t {
+        key = { hdr.h.a: exact; }
+        actions = { NoAction; }
+        default_action = NoAction();
+    }
+    table t2 {
+        key = { hdr.h.d: exact; }
+        actions = { NoAction; }
+        default_action = NoAction();
+    }
+    apply {
+        sm.egress_spec = 1;
+        if (t.apply().hit) {
+            hdr.h.b = 0x11;
+        } else {
+            hdr.h.b = 0x22;
+        }
+        if (t2.apply().miss) {
+            hdr.h.c = 0x3333;
+        }
+    }
+}
+
+control EgressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { }
+}
+
+control ComputeChecksumImpl(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control DeparserImpl(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.h);
+    }
+}
+
+V1Switch(ParserImpl(), VerifyChecksumImpl(), IngressImpl(), EgressImpl(),
+         ComputeChecksumImpl(), DeparserImpl()) main;

@@ -1,0 +1,124 @@
+// IPv4 forwarding with three tables: LPM route, MAC rewrite in egress, TTL and checksum.
+#include <core.p4>
+#include <v1model.p4>
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+
+header ipv4_t {
+    bit<4>  version;
+    bit<4>  ihl;
+    bit<8>  diffserv;
+    bit<16> totalLen;
+    bit<16> identification;
+    bit<3>  flags;
+    bit<13> fragOffset;
+    bit<8>  ttl;
+    bit<8>  protocol;
+    bit<16> hdrChecksum;
+    bit<32> srcAddr;
+    bit<32> dstAddr;
+}
+
+header udp_t {
+    bit<16> srcPort;
+    bit<16> dstPort;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+struct headers_t {
+    ethernet_t ethernet;
+    ipv4_t     ipv4;
+    udp_t      udp;
+}
+
+struct meta_t {
+}
+
+parser ParserImpl(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                  inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.etherType) {
+            0x0800: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.protocol) {
+            17: parse_udp;
+            default: accept;
+        }
+    }
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition accept;
+    }
+}
+
+control VerifyChecksumImpl(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control IngressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action drop_() {
+        mark_to_drop(sm);
+    }
+    action set_nhop(bit<48> dmac, bit<9> port) {
+        hdr.ethernet.dstAddr = dmac;
+        sm.egress_spec = port;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+    table ipv4_lpm {
+        key = { hdr.ipv4.dstAddr: lpm; }
+        actions = { set_nhop; drop_; }
+        default_action = drop_();
+    }
+    apply {
+        if (hdr.ipv4.isValid() && hdr.ipv4.ttl > 1) {
+            ipv4_lpm.apply();
+        } else {
+            drop_();
+        }
+    }
+}
+
+control EgressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action rewrite_smac(bit<48> smac) {
+        hdr.ethernet.srcAddr = smac;
+    }
+    table send_frame {
+        key = { sm.egress_port: exact; }
+        actions = { rewrite_smac; NoAction; }
+        default_action = NoAction();
+    }
+    apply {
+        send_frame.apply();
+    }
+}
+
+control ComputeChecksumImpl(inout headers_t hdr, inout meta_t meta) {
+    apply {
+        update_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.totalLen,
+              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.fragOffset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr },
+            hdr.ipv4.hdrChecksum, HashAlgorithm.csum16);
+    }
+}
+
+control DeparserImpl(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.udp);
+    }
+}
+
+V1Switch(ParserImpl(), VerifyChecksumImpl(), IngressImpl(), EgressImpl(),
+         ComputeChecksumImpl(), DeparserImpl()) main;

@@ -1,0 +1,57 @@
+// log_msg, assert and assume with true conditions do not change the packet.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8>  a;
+    bit<8>  b;
+    bit<16> c;
+    bit<32> d;
+}
+
+struct headers_t {
+    h_t h;
+}
+
+struct meta_t {
+}
+
+parser ParserImpl(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                  inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.h);
+        transition accept;
+    }
+}
+
+control VerifyChecksumImpl(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control IngressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        log_msg("a={} b={}", { hdr.h.a, hdr.h.b });
+        log_msg("plain message");
+        assert(hdr.h.isValid());
+        assume(hdr.h.a != 0xFF);
+        sm.egress_spec = 1;
+        hdr.h.b = hdr.h.a;
+    }
+}
+
+control EgressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { }
+}
+
+control ComputeChecksumImpl(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control DeparserImpl(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.h);
+    }
+}
+
+V1Switch(ParserImpl(), VerifyChecksumImpl(), IngressImpl(), EgressImpl(),
+         ComputeChecksumImpl(), DeparserImpl()) main;

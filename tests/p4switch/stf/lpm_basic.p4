@@ -1,0 +1,63 @@
+// Longest-prefix match: the longest matching prefix wins, /0 is a default route.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8>  a;
+    bit<8>  b;
+    bit<16> c;
+    bit<32> d;
+}
+
+struct headers_t {
+    h_t h;
+}
+
+struct meta_t {
+}
+
+parser ParserImpl(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                  inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.h);
+        transition accept;
+    }
+}
+
+control VerifyChecksumImpl(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control IngressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action fwd(bit<9> port) {
+        sm.egress_spec = port;
+    }
+    action drop_() {
+        mark_to_drop(sm);
+    }
+    table t {
+        key = { hdr.h.d: lpm; }
+        actions = { fwd; drop_; }
+        default_action = drop_();
+    }
+    apply {
+        t.apply();
+    }
+}
+
+control EgressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { }
+}
+
+control ComputeChecksumImpl(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control DeparserImpl(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.h);
+    }
+}
+
+V1Switch(ParserImpl(), VerifyChecksumImpl(), IngressImpl(), EgressImpl(),
+         ComputeChecksumImpl(), DeparserImpl()) main;
