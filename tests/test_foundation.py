@@ -2,6 +2,7 @@
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -25,8 +26,8 @@ def test_namespaces_removed_after_failing_test(tmp_path):
                 netns_pair["a"] + " " + netns_pair["b"])
             assert False, "deliberate"
     """))
-    conftest = pytest.importorskip("conftest").__file__
-    (tmp_path / "conftest.py").write_text(open(conftest).read())
+    # The suite's own fixtures, by path: `import conftest` may find a subfolder's conftest.
+    (tmp_path / "conftest.py").write_text((Path(__file__).parent / "conftest.py").read_text())
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           str(test)], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 1, run.stdout
@@ -39,8 +40,8 @@ def test_namespaces_removed_after_failing_test(tmp_path):
 @pytest.mark.ebpf
 def test_bcc_loads_a_program_from_the_venv():
     from bcc import BPF
-    prog = BPF(text="int ok(struct __sk_buff *skb) { return 0; }")
-    fn = prog.load_func("ok", BPF.SCHED_CLS)
+    prog = BPF(text=b"int ok(struct __sk_buff *skb) { return 0; }")
+    fn = prog.load_func(b"ok", BPF.SCHED_CLS)
     assert fn.fd > 0
     prog.cleanup()
 
