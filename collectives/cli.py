@@ -13,7 +13,7 @@ from .runner import ALGORITHMS, DTYPES
 SIZE_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
-def _bytes(text: str) -> int:
+def parse_size(text: str) -> int:
     t = text.strip().lower().removesuffix("ib").removesuffix("b")
     mult = SIZE_SUFFIX.get(t[-1:], 1)
     try:
@@ -87,7 +87,7 @@ def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy,
         options = {"aggregator": aggregator, "slots": slots}
     if algo == "multicast" and group:
         options = {"group": group}
-    elements = _bytes(size) // 4
+    elements = parse_size(size) // 4
     runs = [{"collective": collective, "algo": algo, "dtype": dtype, "elements": elements,
              "options": options} for _ in range(repeat)]
     try:

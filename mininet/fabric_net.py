@@ -2,6 +2,9 @@
 same names, port numbers and addresses the controller uses."""
 from __future__ import annotations
 
+import subprocess
+from contextlib import contextmanager
+
 from mininet.link import Link
 from mininet.net import Mininet
 from mininet.topo import Topo
@@ -39,9 +42,46 @@ def configure_hosts(net: Mininet, topology: Topology) -> None:
         # The fabric is emulated by user-space switches: offloads would hand them
         # over-MTU segments that a real NIC would have cut.
         node.cmd(f"ethtool -K {intf} tx off gso off tso off gro off 2>/dev/null")
+    quiet_ipv6(net)
 
 
 def build_net(topology: Topology, **switch_opts) -> Mininet:
     net = Mininet(topo=FabricTopo(topology, **switch_opts), controller=None,
                   autoSetMacs=False, autoStaticArp=False, build=True)
     return net
+
+
+def quiet_ipv6(net: Mininet) -> None:
+    """No IPv6 on the fabric: the kernel's router solicitations and MLD reports would be
+    traffic the switches forward and the counters show."""
+    for node in net.hosts:
+        node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+    for sw in net.switches:
+        for intf in sw.intfList():
+            if intf.name != "lo":
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{intf.name}.disable_ipv6=1"],
+                               check=False, capture_output=True)
+
+
+def ping_all(net: Mininet, topology: Topology) -> bool:
+    hosts = sorted(topology.hosts.values(), key=lambda h: h.rank)
+    return all(" 0% packet loss" in net.get(a.name).cmd(f"ping -c 1 -W 2 {b.ip}")
+               for a in hosts for b in hosts if a is not b)
+
+
+@contextmanager
+def host_netns(net: Mininet, names: list[str], prefix: str = "mlf-"):
+    """Names the hosts' network namespaces (`ip netns attach`) so that tools taking a
+    namespace name (`ip netns exec`, collectives.launch) can enter them; removed after."""
+    attached = []
+    try:
+        for name in names:
+            ns = f"{prefix}{name}"
+            subprocess.run(["ip", "netns", "delete", ns], check=False, capture_output=True)
+            subprocess.run(["ip", "netns", "attach", ns, str(net.get(name).pid)], check=True,
+                           capture_output=True)
+            attached.append(ns)
+        yield attached
+    finally:
+        for ns in attached:
+            subprocess.run(["ip", "netns", "delete", ns], check=False, capture_output=True)

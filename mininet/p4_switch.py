@@ -31,7 +31,8 @@ class P4RuntimeSwitch(Switch):
     def __init__(self, name, device_id: int, grpc_port: int, target: str = "p4switch",
                  log_dir: str | None = None, queue_rate: int | None = None,
                  queue_depth: int | None = None, **kwargs):
-        super().__init__(name, inNamespace=False, **kwargs)
+        kwargs["inNamespace"] = False     # ports are the root namespace's veths
+        super().__init__(name, **kwargs)
         self.device_id = device_id
         self.grpc_port = grpc_port
         self.target = target
@@ -51,7 +52,28 @@ class P4RuntimeSwitch(Switch):
             cmd += ["--queue-rate", str(self.queue_rate)]
         if self.queue_depth:
             cmd += ["--queue-depth", str(self.queue_depth)]
+        if self.control_path:
+            cmd += ["--control-socket", str(self.control_path)]
         return cmd
+
+    @property
+    def control_path(self) -> Path | None:
+        """p4switch's queue control socket (BMv2 has its own runtime CLI instead)."""
+        if self.target != "p4switch" or not self.log_dir:
+            return None
+        return self.log_dir / f"{self.name}.ctl"
+
+    def queue_drops(self) -> int:
+        """Packets tail-dropped by the egress queues so far (0 without a control socket)."""
+        if not self.control_path:
+            return 0
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5)
+            s.connect(str(self.control_path))
+            s.sendall(b"show_queues\n")
+            reply = s.makefile().readline()
+        # "port depth rate occupancy enqueued dropped | 1 64 0pps 0 12 0 | ..."
+        return sum(int(row.split()[5]) for row in reply.split(" | ")[1:])
 
     def start(self, controllers):
         log = subprocess.DEVNULL

@@ -1,0 +1,61 @@
+"""fabricd as a child process of an experiment, and fabricctl calls against it."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Fabricd:
+    """Starts `fabricd` on an ephemeral 127.0.0.1 port and waits until it has served the
+    topology (it has then pushed fabric.p4 and the routes to every switch)."""
+
+    def __init__(self, topology: Path, log_dir: Path, ecmp_mode: str = "hash"):
+        self.topology, self.log_dir, self.ecmp_mode = topology, log_dir, ecmp_mode
+        self.proc: subprocess.Popen | None = None
+        self.address = ""
+
+    def __enter__(self) -> Fabricd:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        port_file = self.log_dir / "fabricd.port"
+        port_file.unlink(missing_ok=True)
+        log = open(self.log_dir / "fabricd.log", "w")  # noqa: SIM115 (kept by Popen)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "controller.fabricd", "--topology", str(self.topology),
+             "--listen", "127.0.0.1:0", "--port-file", str(port_file),
+             "--state", str(self.log_dir / "fabric-state.json"), "--ecmp-mode", self.ecmp_mode],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"fabricd exited with {self.proc.returncode}; see "
+                                   f"{self.log_dir / 'fabricd.log'}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("fabricd did not start within 120 s")
+            time.sleep(0.2)
+        self.address = f"127.0.0.1:{port_file.read_text().strip()}"
+        return self
+
+    def ctl(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "controller.fabricctl", "--server",
+                               self.address, *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+
+    def ctl_json(self, *args: str) -> dict:
+        out = self.ctl("--json", *args)
+        if out.returncode != 0:
+            raise RuntimeError(f"fabricctl {' '.join(args)}: exit {out.returncode}: "
+                               f"{out.stderr.strip() or out.stdout.strip()}")
+        return json.loads(out.stdout)
+
+    def __exit__(self, *exc) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()

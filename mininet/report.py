@@ -1,0 +1,86 @@
+"""The demo's result table and plot: collective completion time per load-balancing policy,
+relative to hash ECMP measured in the same run."""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+
+def cct_by_run(rows: list[dict]) -> dict[tuple[str, str], list[float]]:
+    """(collective/algo, policy) -> one CCT per launch and run: the slowest rank's."""
+    per_run: dict[tuple, float] = defaultdict(float)
+    for r in rows:
+        key = (f"{r['collective']}/{r['algo']}", r["policy"], r["seed"], r["run"])
+        per_run[key] = max(per_run[key], r["cct_s"])
+    out: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for (coll, policy, _, _), cct in per_run.items():     # launch order: by collective
+        out[(coll, policy)].append(cct)
+    return out
+
+
+def totals(rows: list[dict], field: str) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = defaultdict(int)
+    for r in rows:
+        out[(f"{r['collective']}/{r['algo']}", r["policy"])] += r[field]
+    return out
+
+
+def table(rows: list[dict]) -> str:
+    ccts = cct_by_run(rows)
+    imbalance = defaultdict(list)
+    for r in rows:
+        if r["rank"] == 0:
+            imbalance[(f"{r['collective']}/{r['algo']}", r["policy"])].append(
+                r["uplink_imbalance"])
+    retx, timeouts = totals(rows, "packets_retransmitted"), totals(rows, "timeouts")
+    ok = defaultdict(lambda: True)
+    for r in rows:
+        ok[(f"{r['collective']}/{r['algo']}", r["policy"])] &= r["ok"]
+    head = ["collective", "policy", "runs", "CCT median ms", "min", "max", "vs ecmp",
+            "retx", "timeouts", "busiest uplink", "exact"]
+    lines = []
+    for (coll, policy), values in ccts.items():
+        med = statistics.median(values)
+        base = ccts.get((coll, "ecmp"))
+        ratio = f"{med / statistics.median(base):.2f}x" if base else "-"
+        lines.append([coll, policy, str(len(values)), f"{med * 1e3:.1f}",
+                      f"{min(values) * 1e3:.1f}", f"{max(values) * 1e3:.1f}", ratio,
+                      str(retx[(coll, policy)]), str(timeouts[(coll, policy)]),
+                      f"{statistics.median(imbalance[(coll, policy)]):.2f}x mean",
+                      "yes" if ok[(coll, policy)] else "NO"])
+    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths)),
+                      *(fmt.format(*x) for x in lines)])
+
+
+def plot(rows: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ccts = cct_by_run(rows)
+    colls = sorted({c for c, _ in ccts})
+    policies = list(dict.fromkeys(p for _, p in ccts))
+    width = 0.8 / len(policies)
+    fig, ax = plt.subplots(figsize=(2.2 + 2.2 * len(colls), 3.6))
+    for i, policy in enumerate(policies):
+        meds, lo, hi = [], [], []
+        for c in colls:
+            v = [x * 1e3 for x in ccts.get((c, policy), [0.0])]
+            m = statistics.median(v)
+            meds.append(m)
+            lo.append(m - min(v))
+            hi.append(max(v) - m)
+        xs = [j + (i - (len(policies) - 1) / 2) * width for j in range(len(colls))]
+        ax.bar(xs, meds, width, yerr=[lo, hi], capsize=3, label=policy)
+    ax.set_xticks(range(len(colls)), colls)
+    ax.set_ylabel("collective completion time (ms)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
