@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import click
@@ -15,6 +16,8 @@ import click
 # siblings in mininet/: the script's own directory is first on sys.path
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
+from ideas import Ranks, multicast_allgather, netreduce, vclos
+from ideas import table as ideas_table
 from report import plot, table
 
 from collectives.cli import parse_size
@@ -76,6 +79,15 @@ def measure(fabricd, topo, namespaces, policies, runs, seeds, transport) -> list
     return rows
 
 
+def _speed(mbps: float) -> str:
+    return f"{mbps:g} Mbit/s" if mbps else "unshaped"
+
+
+def _drain_rto(depth: int, mbps: float) -> float:
+    """Twice the time a full queue of 1 KiB packets takes to drain, at least 0.1 s."""
+    return max(0.1, 2 * depth * 1100 * 8 / (mbps * 1e6)) if mbps else 0.1
+
+
 @click.command()
 @click.option("--topology", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=ROOT / "controller/topologies/leafspine-2x2.yaml", show_default=True)
@@ -85,8 +97,9 @@ def measure(fabricd, topo, namespaces, policies, runs, seeds, transport) -> list
 @click.option("--size", default="512KiB", show_default=True, help="Bytes per rank.")
 @click.option("--repeat", type=click.IntRange(1), default=3, show_default=True,
               help="Launches per policy, each with another seed (other ECMP ports).")
-@click.option("--queue-rate", type=click.IntRange(0), default=2000, show_default=True,
-              help="Egress rate of every switch port in packets/s (0: as fast as it goes).")
+@click.option("--link-mbps", type=click.FloatRange(0),
+              help="Every switch port's egress rate in Mbit/s, 0 for as fast as the switch "
+                   "goes [default: the topology's link_mbps, else 16].")
 @click.option("--queue-depth", type=click.IntRange(1), default=256, show_default=True,
               help="Egress queue depth in packets; with the default window it holds every "
                    "packet in flight, as RoCE runs lossless (PFC).")
@@ -98,10 +111,14 @@ def measure(fabricd, topo, namespaces, policies, runs, seeds, transport) -> list
 @click.option("--min-rto", type=click.FloatRange(0.001),
               help="Minimum retransmission timeout in s [default: twice a full queue's "
                    "drain time]. A NIC's few ms would fire spuriously on Python switches.")
+@click.option("--ideas/--no-ideas", default=True, show_default=True,
+              help="Also run Multicast Allgather, NetReduce and vClos next to their baselines.")
+@click.option("--cli", is_flag=True, help="End in the Mininet CLI with fabricd running, for "
+                                          "fabricctl by hand (FABRICD is in its environment).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out", show_default=True)
-def main(topology, colls, policies, size, repeat, queue_rate, queue_depth, window, reliability,
-         min_rto, out_dir):
+def main(topology, colls, policies, size, repeat, link_mbps, queue_depth, window, reliability,
+         min_rto, ideas, cli, out_dir):
     """Run collectives under four load-balancing policies on an emulated P4 fabric."""
     if os.geteuid() != 0:
         raise click.ClickException("Mininet needs root: run `sudo make demo`")
@@ -112,11 +129,13 @@ def main(topology, colls, policies, size, repeat, queue_rate, queue_depth, windo
     policy_list = _choices(policies, POLICIES, "policy")
     runs = [{"collective": c, "algo": a, "dtype": "int32", "elements": parse_size(size) // 4}
             for c, a in _collectives(colls)]
+    if link_mbps is None:
+        link_mbps = topo.params.get("link_mbps") or 16.0
     out_dir.mkdir(parents=True, exist_ok=True)
     logs = out_dir / "logs"
     click.echo(f"demo: {topo.name}: {len(topo.switches)} p4switch switches, "
-               f"{len(topo.hosts)} hosts, ports at {queue_rate or 'unlimited'} packets/s")
-    net = build_net(topo, log_dir=str(logs), queue_rate=queue_rate or None,
+               f"{len(topo.hosts)} hosts, links at {_speed(link_mbps)}")
+    net = build_net(topo, log_dir=str(logs), link_mbps=link_mbps or None,
                     queue_depth=queue_depth)
     try:
         net.start()
@@ -128,24 +147,48 @@ def main(topology, colls, policies, size, repeat, queue_rate, queue_depth, windo
                 raise click.ClickException(f"hosts cannot reach each other; see {logs}")
             click.echo("demo: every host reaches every other through the fabric")
             ranked = sorted(topo.hosts.values(), key=lambda h: h.rank)
+            transport = {"reliability": reliability, "window": window,
+                         "min_rto": min_rto or _drain_rto(queue_depth, link_mbps)}
             with host_netns(net, [h.name for h in ranked]) as namespaces:
                 rows = measure(fabricd, topo, namespaces, policy_list, runs, range(repeat),
-                               {"reliability": reliability, "window": window,
-                                "min_rto": min_rto or max(0.1, 2 * queue_depth / (queue_rate or 1e9))})
+                               transport)
+                extra = []
+                if ideas:
+                    ranks = Ranks(topo, namespaces, transport)
+                    elements = parse_size(size) // 4
+                    extra = (multicast_allgather(fabricd, ranks, elements // len(ranked))
+                             + netreduce(fabricd, ranks, elements)
+                             + vclos(fabricd, net, ranks, elements))
+            if cli:
+                interact(net, fabricd)
     except LaunchError as err:
         raise click.ClickException(f"a collective failed: {err}") from None
     finally:
         net.stop()
     (out_dir / "demo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     title = (f"{topo.name}, {len(topo.hosts)} ranks, {size} per rank, {reliability}, "
-             f"ports {queue_rate or 'unlimited'} pps")
+             f"links {_speed(link_mbps)}")
     click.echo(f"\n{title}\n")
     click.echo(table(rows))
+    if extra:
+        click.echo(f"\nThe other ideas on the same fabric ({size} per rank; allgather: "
+                   f"{size} in total)\n")
+        click.echo(ideas_table(extra))
     plot(rows, out_dir / "demo-cct.png", title)
     click.echo(f"\ndemo: results in {out_dir / 'demo.jsonl'}, plot in "
                f"{out_dir / 'demo-cct.png'}")
-    if not all(r["ok"] for r in rows):
+    if not all(r["ok"] for r in rows) or any(x[-1] != "yes" for x in extra):
         raise SystemExit(1)
+
+
+def interact(net, fabricd) -> None:
+    from mininet.cli import CLI
+
+    os.environ["FABRICD"] = fabricd.address
+    fabricctl = Path(sys.executable).parent / "fabricctl"
+    click.echo(f"demo: fabricd serves {fabricd.address} ($FABRICD); try `sh {fabricctl} state` "
+               f"or `sh {fabricctl} slice create jobA 2`; exit the CLI to stop the fabric")
+    CLI(net)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,11 @@ from controller.topology import Topology
 
 class FabricTopo(Topo):
     def build(self, topology: Topology, target: str = "p4switch", log_dir: str | None = None,
-              queue_rate: int | None = None, queue_depth: int | None = None):
+              link_mbps: float | None = None, queue_depth: int | None = None):
         for sw in topology.switches.values():
             self.addSwitch(sw.name, cls=P4RuntimeSwitch, device_id=sw.device_id,
                            grpc_port=sw.grpc_port, target=target, log_dir=log_dir,
-                           queue_rate=queue_rate, queue_depth=queue_depth)
+                           link_mbps=link_mbps, queue_depth=queue_depth)
         for host in topology.hosts.values():
             self.addHost(host.name, ip=None, mac=host.mac)
         for lk in topology.links:

@@ -29,7 +29,7 @@ class P4RuntimeSwitch(Switch):
     """Started with no program; the controller pushes the pipeline over P4Runtime."""
 
     def __init__(self, name, device_id: int, grpc_port: int, target: str = "p4switch",
-                 log_dir: str | None = None, queue_rate: int | None = None,
+                 log_dir: str | None = None, link_mbps: float | None = None,
                  queue_depth: int | None = None, **kwargs):
         kwargs["inNamespace"] = False     # ports are the root namespace's veths
         super().__init__(name, **kwargs)
@@ -37,7 +37,7 @@ class P4RuntimeSwitch(Switch):
         self.grpc_port = grpc_port
         self.target = target
         self.log_dir = Path(log_dir) if log_dir else None
-        self.queue_rate = queue_rate
+        self.link_mbps = link_mbps
         self.queue_depth = queue_depth
         self.proc: subprocess.Popen | None = None
 
@@ -48,8 +48,8 @@ class P4RuntimeSwitch(Switch):
                 cmd += ["-i", f"{port}@{intf.name}"]
         cmd += ["--device-id", str(self.device_id), "--grpc-addr",
                 f"127.0.0.1:{self.grpc_port}", "--cpu-port", str(CPU_PORT)]
-        if self.queue_rate:
-            cmd += ["--queue-rate", str(self.queue_rate)]
+        if self.link_mbps:      # every port's egress paced like a link of that speed
+            cmd += ["--queue-rate", f"{self.link_mbps:g}mbps"]
         if self.queue_depth:
             cmd += ["--queue-depth", str(self.queue_depth)]
         if self.control_path:
