@@ -107,6 +107,21 @@ def test_timeout_marks_path_failed_and_repicks():
     assert len(per) == 3 and len(set(per.values())) == 1
 
 
+def test_timeouts_on_every_path_keep_only_the_latest_mark():
+    topo = t.leaf_spine(2, 2, 2)
+    rank = EtherealRank(topo, "h1")
+    sub = rank.plan([Flow("h1", "h3", MB)])[0]
+    first = sub.path
+    sub = rank.on_timeout(sub)                 # first path marked failed
+    assert sub.path != first
+    sub = rank.on_timeout(sub)                 # both timed out: the older mark is dropped
+    assert sub.path == first
+    assert rank.good_paths("leaf2") == [first]
+    member = hashing.ecmp_member(topo.host("h1").ip, topo.host("h3").ip, 17, sub.sport,
+                                 hashing.ROCEV2_PORT, 2)
+    assert topo.uplinks("leaf1")[member].index in first.links
+
+
 @pytest.mark.parametrize("topo", [t.leaf_spine(2, 4, 4), t.leaf_spine(3, 2, 3, 2), t.fat_tree(4)],
                          ids=["leafspine", "parallel", "fattree"])
 def test_every_source_port_hashes_onto_its_path(topo):
