@@ -5,15 +5,16 @@ packet. REPS: recycle the entropy of unmarked ACKs (REFERENCES.md)."""
 from __future__ import annotations
 
 import random
-import zlib
 from collections import deque
+
+from controller.hashing import connection_sport
 
 from .wire import SPORT_MAX, SPORT_MIN
 
 
 def derived_sport(*key: object) -> int:
     """A stable port in 0xC000-0xFFFF for a QP, as a NIC derives one from the QP numbers."""
-    return SPORT_MIN | (zlib.crc32("/".join(map(str, key)).encode()) & 0x3FFF)
+    return connection_sport(*key)
 
 
 class FixedEntropy:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import random
-import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -80,8 +79,7 @@ class SplitDescriptor:
 
 def default_sport(flow: Flow) -> int:
     """A fixed per-connection source port, as a NIC derives one per QP (the ECMP baseline)."""
-    key = f"{flow.src}>{flow.dst}/{flow.dst_qp}".encode()
-    return hashing.SPORT_MIN | (zlib.crc32(key) & 0x3FFF)
+    return hashing.connection_sport(flow.src, flow.dst, flow.dst_qp)
 
 
 class EtherealRank:

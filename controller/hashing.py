@@ -1,10 +1,11 @@
 """The ECMP hash of `p4src/fabric.p4`, reproduced bit for bit so the controller can steer flows.
 
 fabric.p4 hashes {srcAddr, dstAddr, protocol, l4_sport, l4_dport} with v1model's crc32 and
-BMv2 reduces it modulo the group size; see `/work/notes/CONTRACTS.md` ("ECMP hash").
+BMv2 reduces it modulo the group size; see `p4src/README.md` (the hash).
 """
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import struct
 import zlib
@@ -47,6 +48,15 @@ def ecmp_member(src_ip: IPLike, dst_ip: IPLike, proto: int, sport: int, dport: i
     if group_size < 1:
         raise ValueError(f"group_size must be at least 1, got {group_size}")
     return ecmp_hash(src_ip, dst_ip, proto, sport, dport) % group_size
+
+
+def connection_sport(*key: object) -> int:
+    """The fixed source port a NIC gives one QP (the hash-ECMP baseline): a port that looks
+    random per key. Not crc32: a CRC-derived port is affine in the same bits the switches'
+    CRC hashes, which would tie the baseline's path choices to each other (two flows of one
+    host whose keys differ alike would always land on different members of a pair)."""
+    digest = hashlib.blake2s("/".join(map(str, key)).encode(), digest_size=2).digest()
+    return SPORT_MIN | (int.from_bytes(digest, "big") & 0x3FFF)
 
 
 def sport_for_member(src_ip: IPLike, dst_ip: IPLike, dport: int, group_size: int,
