@@ -2,7 +2,7 @@
 
 The vector is cut into chunks of 32 int32 values. Chunk g (numbered across calls) goes to
 aggregator slot `slot_base + g % slots` in version `(g // slots) % 2` (the slot's two sets), carried in the
-Aggregation header (BTH opcode 0xC0, CONTRACTS.md) to the aggregator's IP. The switch sums
+Aggregation header (BTH opcode 0xC0, p4src/README.md) to the aggregator's IP. The switch sums
 the workers' chunks and returns the sum with flag RESULT to every worker. Flow control is by
 credits: one chunk in flight per slot; the result of chunk g frees its slot for chunk
 g + slots (the other version, so a late retransmission of g still finds its kept result).

@@ -21,7 +21,7 @@ SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY = 0x00, 0x01, 0x02, 0x04
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 0x06, 0x07, 0x08, 0x0A
 ACKNOWLEDGE = 0x11
 CNP = 0x81
-AGGREGATION = 0xC0        # collectives.layers.Aggregation (CONTRACTS.md)
+AGGREGATION = 0xC0        # collectives.layers.Aggregation (p4src/README.md)
 RBCAST = 0xC1             # collectives.layers.ReliableBroadcast (multicast Allgather)
 
 FIRST_OPS = (SEND_FIRST, SEND_ONLY, WRITE_FIRST, WRITE_ONLY)

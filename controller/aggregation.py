@@ -4,7 +4,7 @@ The aggregating leaf is the one with the most workers (fewest bytes cross the fa
 service address (`.253` of its subnet, routed to it like its hosts) is the job's aggregator
 IP. Slots are a contiguous range of the leaf's register pool, so jobs on one leaf never
 share a slot. The result goes back to every worker through a multicast group whose tree
-includes the aggregating leaf. Field limits follow the aggregation header (CONTRACTS.md).
+includes the aggregating leaf. Field limits follow the aggregation header (p4src/README.md).
 """
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ def test_routes_and_ecmp_groups_of_a_2x2_fabric():
     host = leaf1["10.0.1.2/32"].hops
     assert host == (install.NextHop(2, host_mac("10.0.1.2"), switch_port_mac(1, 2)),)
     group = leaf1["10.0.2.0/24"].hops
-    # Member i is the uplink to spine i (CONTRACTS.md); dmac is that spine's port MAC.
+    # Member i is the uplink to spine i (controller/README.md); dmac is that spine's port MAC.
     assert [h.port for h in group] == [3, 4]
     assert [h.dmac for h in group] == [switch_port_mac(3, 1), switch_port_mac(4, 1)]
     assert {p: r.hops[0].port for p, r in spine2.items()} == {"10.0.1.0/24": 1,

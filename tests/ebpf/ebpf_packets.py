@@ -30,7 +30,7 @@ def roce(psn: int, dqpn: int = QP, dst: str = DST_IP, src: str = SRC_IP,
 
 def ack(entropy: int, ece: bool = False, local_qp: int = QP, peer: str = DST_IP,
         me: str = SRC_IP, psn: int = 0) -> bytes:
-    """An ACK from `peer` to this host's QP echoing `entropy` (CONTRACTS.md layout)."""
+    """An ACK from `peer` to this host's QP echoing `entropy` (collectives/README.md, wire format)."""
     pkt = (Ether() / IP(src=peer, dst=me) / UDP(sport=0xC777, dport=4791) /
            BTH(opcode=OP_ACK, dqpn=local_qp, psn=psn) / AETH(syndrome=0, msn=1) /
            EntropyEcho(entropy=entropy, flags=1 if ece else 0))

@@ -1,4 +1,4 @@
-"""The in-process API of P4SWITCH_API.md on the three-table L3 program: tables by full and
+"""The in-process API (p4switch/README.md) on the three-table L3 program: tables by full and
 short names, bad input rejected without changing state, replication, clones, counters,
 registers, checksums and logging."""
 from __future__ import annotations
