@@ -32,6 +32,16 @@ def test_8_mib_on_8_ranks(bridge_net, tmp_path):
                for r in ring)
 
 
+@pytest.mark.slow
+def test_every_collective_at_8_mib(bridge_net, tmp_path):
+    """The top of the size range for every collective (int32: exact)."""
+    net = bridge_net(4)
+    plan = runs([2 * MiB], dtypes=("int32",))
+    rows = launch(net.ips, plan, namespaces=net.namespaces, out_dir=tmp_path, timeout=280,
+                  transport={"reliability": "sr", "min_rto": 0.1})
+    assert_results(rows, plan, 4, tmp_path)
+
+
 @pytest.mark.parametrize("policy,qps", [("ecmp", 4), ("spray", 1), ("reps", 2),
                                         ("ethereal", 1)])
 def test_load_balancing_policies_give_exact_results(bridge_net, tmp_path, policy, qps):
