@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from p4switch.device.process import stop_process
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -53,9 +55,4 @@ class Fabricd:
         return json.loads(out.stdout)
 
     def __exit__(self, *exc) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop_process(self.proc)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from mininet.node import Switch
 
+from p4switch.device.process import stop_process
+
 ROOT = Path(__file__).resolve().parent.parent
 CPU_PORT = 510
 
@@ -98,10 +100,5 @@ class P4RuntimeSwitch(Switch):
                            f"{timeout:.0f}s")
 
     def stop(self, deleteIntfs=True):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop_process(self.proc, 5)
         super().stop(deleteIntfs)

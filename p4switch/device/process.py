@@ -52,15 +52,9 @@ class SwitchProcess:
 
     def stop(self, timeout: float = 10.0) -> int:
         """SIGTERM, wait; -> exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        code = stop_process(self.proc, timeout)
         time.sleep(0.05)
-        return self.proc.returncode
+        return code
 
     def __exit__(self, *exc) -> None:
         self.stop()
@@ -111,17 +105,24 @@ class BMv2Process:
         return self
 
     def stop(self, timeout: float = 10.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return stop_process(self.proc, timeout)
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def stop_process(proc: subprocess.Popen | None, timeout: float = 10.0) -> int | None:
+    """SIGTERM, then SIGKILL after `timeout` seconds; -> the exit code."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 def _free_port() -> int:
