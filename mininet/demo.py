@@ -39,11 +39,14 @@ def _choices(text: str, known: tuple[str, ...], what: str) -> list[str]:
 def _collectives(text: str) -> list[tuple[str, str]]:
     from collectives.runner import ALGORITHMS
 
+    # the in-network ones need a group or an aggregation job: the ideas part sets those up
+    known = sorted(k for k in ALGORITHMS if k[1] not in ("multicast", "netreduce"))
     pairs = [tuple(t.split("/", 1)) for t in text.split(",") if t]
-    bad = [p for p in pairs if len(p) != 2 or p not in ALGORITHMS]
+    bad = [p for p in pairs if p not in known]
     if bad or not pairs:
         raise click.BadParameter(f"unknown collective/algo {['/'.join(p) for p in bad]}; "
-                                 f"choose from {sorted('/'.join(k) for k in ALGORITHMS)}")
+                                 f"choose from {['/'.join(k) for k in known]} (multicast "
+                                 f"Allgather and NetReduce run in the ideas part)")
     return pairs
 
 
