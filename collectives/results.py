@@ -35,6 +35,11 @@ def summary(rows: list[dict]) -> str:
                       str(sum(r["duplicates_received"] for r in g)),
                       str(sum(r["timeouts"] for r in g)),
                       "yes" if all(r["ok"] for r in g) else "NO"])
+    return format_table(head, lines)
+
+
+def format_table(head: list[str], lines: list[list[str]]) -> str:
+    """Left-aligned columns under a header and a rule of dashes."""
     widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h)
               for i, h in enumerate(head)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)

@@ -11,14 +11,6 @@ fi
 if grep -qs ' /sys sysfs ro,' /proc/self/mounts; then
     mount -o remount,rw /sys 2>/dev/null || echo "entrypoint: /sys stays read-only" >&2
 fi
-# bcc compiles against /lib/modules/$(uname -r)/build: the image has Debian's headers, linked
-# here for the kernel this container happens to run on (as scripts/setup.sh does on a host).
-moddir=/lib/modules/$(uname -r)
-if [ ! -e "$moddir/build" ]; then
-    hdr=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -1)
-    common=$(ls -d /usr/src/linux-headers-*-common 2>/dev/null | sort -V | tail -1)
-    if [ -n "$hdr" ]; then
-        mkdir -p "$moddir" && ln -sfn "$hdr" "$moddir/build" && ln -sfn "$common" "$moddir/source"
-    fi
-fi
+# bcc's kernel headers, for the kernel this container happens to run on.
+sh /opt/mlfabric/scripts/link-kernel-headers.sh || true
 exec "$@"

@@ -21,7 +21,7 @@ from ideas import table as ideas_table
 from report import plot, table
 
 from collectives.cli import parse_size
-from collectives.launch import LaunchError, launch
+from collectives.launch import LaunchError
 from controller.topology import TopologyError, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,19 +59,18 @@ def uplink_bytes(fabricd: Fabricd, topo) -> list[int]:
     return out
 
 
-def measure(fabricd, topo, namespaces, policies, runs, seeds, transport) -> list[dict]:
+def measure(fabricd, topo, ranks: Ranks, policies, runs, seeds) -> list[dict]:
     """Each collective under each policy, policies interleaved per seed so that the machine's
     load drifts alike for all. Every rank's row gets the launch's uplink imbalance: bytes on
     the busiest leaf uplink over the mean (1.0 = perfectly balanced)."""
-    ips = [h.ip for h in sorted(topo.hosts.values(), key=lambda h: h.rank)]
+    names = [h.name for h in ranks.hosts]
     rows = []
     for seed in seeds:
         for run in runs:
             for policy in policies:
                 before = uplink_bytes(fabricd, topo)
-                got = launch(ips, [run], namespaces=namespaces, policy=policy, seed=seed,
-                             topology=str(fabricd.topology), timeout=600, step_timeout=120,
-                             transport=transport)
+                got = ranks.launch(names, run, policy=policy, seed=seed,
+                                   topology=str(fabricd.topology))
                 sent = [b - a for a, b in zip(before, uplink_bytes(fabricd, topo), strict=True)]
                 imbalance = max(sent) / (sum(sent) / len(sent)) if sum(sent) else 0.0
                 rows += [r | {"seed": seed, "uplink_imbalance": imbalance} for r in got]
@@ -153,11 +152,10 @@ def main(topology, colls, policies, size, repeat, link_mbps, queue_depth, window
             transport = {"reliability": reliability, "window": window,
                          "min_rto": min_rto or _drain_rto(queue_depth, link_mbps)}
             with host_netns(net, [h.name for h in ranked]) as namespaces:
-                rows = measure(fabricd, topo, namespaces, policy_list, runs, range(repeat),
-                               transport)
+                ranks = Ranks(topo, namespaces, transport)
+                rows = measure(fabricd, topo, ranks, policy_list, runs, range(repeat))
                 extra = []
                 if ideas:
-                    ranks = Ranks(topo, namespaces, transport)
                     elements = parse_size(size) // 4
                     extra = (multicast_allgather(fabricd, ranks, elements // len(ranked))
                              + netreduce(fabricd, ranks, elements)

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import click
 
 from collectives.launch import launch
+from collectives.results import format_table
 
 
 class Ranks:
@@ -18,13 +19,15 @@ class Ranks:
         self.ip = {h.name: h.ip for h in self.hosts}
         self.transport = transport
 
+    def launch(self, names: list[str], run: dict, **kwargs) -> list[dict]:
+        """One run on the ranks `names` (rank order); kwargs go to collectives.launch."""
+        return launch([self.ip[n] for n in names], [run], namespaces=[self.ns[n] for n in names],
+                      transport=self.transport, timeout=600, step_timeout=120, **kwargs)
+
     def run(self, names: list[str], collective: str, algo: str, elements: int,
             options: dict | None = None, port: int = 18515) -> list[dict]:
-        ips = [self.ip[n] for n in names]
-        run = {"collective": collective, "algo": algo, "dtype": "int32", "elements": elements,
-               "options": options or {}}
-        return launch(ips, [run], namespaces=[self.ns[n] for n in names], port=port,
-                      transport=self.transport, timeout=600, step_timeout=120)
+        return self.launch(names, {"collective": collective, "algo": algo, "dtype": "int32",
+                                   "elements": elements, "options": options or {}}, port=port)
 
 
 def summary(idea: str, what: str, rows: list[dict]) -> list[str]:
@@ -101,8 +104,5 @@ def vclos(fabricd, net, ranks: Ranks, elements: int) -> list[list[str]]:
 
 def table(lines: list[list[str]]) -> str:
     head = ["idea", "run", "ranks", "CCT ms", "MB injected/rank", "exact"]
-    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(head)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths)),
-                      *(fmt.format(*x) for x in lines)])
+    return format_table(head, lines)
 

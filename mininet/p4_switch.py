@@ -60,22 +60,11 @@ class P4RuntimeSwitch(Switch):
 
     @property
     def control_path(self) -> Path | None:
-        """p4switch's queue control socket (BMv2 has its own runtime CLI instead)."""
+        """p4switch's queue control socket, for `python -m p4switch.device.control PATH
+        show_queues` or `set_queue_rate` at run time (BMv2 has its runtime CLI instead)."""
         if self.target != "p4switch" or not self.log_dir:
             return None
         return self.log_dir / f"{self.name}.ctl"
-
-    def queue_drops(self) -> int:
-        """Packets tail-dropped by the egress queues so far (0 without a control socket)."""
-        if not self.control_path:
-            return 0
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(5)
-            s.connect(str(self.control_path))
-            s.sendall(b"show_queues\n")
-            reply = s.makefile().readline()
-        # "port depth rate occupancy enqueued dropped | 1 64 0pps 0 12 0 | ..."
-        return sum(int(row.split()[5]) for row in reply.split(" | ")[1:])
 
     def start(self, controllers):
         log = subprocess.DEVNULL

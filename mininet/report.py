@@ -6,6 +6,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from collectives.results import format_table
+
 
 def cct_by_run(rows: list[dict]) -> dict[tuple[str, str], list[float]]:
     """(collective/algo, policy) -> one CCT per launch and run: the slowest rank's."""
@@ -49,10 +51,7 @@ def table(rows: list[dict]) -> str:
                       str(retx[(coll, policy)]), str(timeouts[(coll, policy)]),
                       f"{statistics.median(imbalance[(coll, policy)]):.2f}x mean",
                       "yes" if ok[(coll, policy)] else "NO"])
-    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(head)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths)),
-                      *(fmt.format(*x) for x in lines)])
+    return format_table(head, lines)
 
 
 def plot(rows: list[dict], path: Path, title: str) -> None:

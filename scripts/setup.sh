@@ -19,17 +19,7 @@ else
     echo "setup: Debian packages present"
 fi
 
-# bcc compiles against /lib/modules/$(uname -r)/build; kernels without their own headers
-# package (e.g. VM kernels) get Debian's generic headers linked in.
-moddir="/lib/modules/$(uname -r)"
-if [[ ! -e "$moddir/build" ]]; then
-    hdr=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -1)
-    common=$(ls -d /usr/src/linux-headers-*-common 2>/dev/null | sort -V | tail -1)
-    echo "setup: linking kernel headers $hdr into $moddir"
-    mkdir -p "$moddir"
-    ln -sfn "$hdr" "$moddir/build"
-    ln -sfn "$common" "$moddir/source"
-fi
+sh scripts/link-kernel-headers.sh
 
 # Debian's python sees Debian's bcc and mininet modules through --system-site-packages.
 if [[ ! -x .venv/bin/python ]]; then
