@@ -131,3 +131,15 @@ def test_duplicate_and_unknown_jobs():
         alloc.release("zz")
     with pytest.raises(ValueError, match="isolation"):
         VClosAllocator(t.leaf_spine(2, 2, 2), "pod")
+
+
+def test_demo_fabric_fits_two_four_rank_jobs_spanning_two_leaves():
+    topo = t.load(t.__file__.replace("topology.py", "topologies/leafspine-4x4-h2.yaml"))
+    alloc = VClosAllocator(topo)
+    a, b = alloc.allocate("a", 4), alloc.allocate("b", 4)
+    for sl in (a, b):
+        assert len(sl.leaves) == 2 and len(sl.spines) == 2
+        assert len(fabric_links(topo, sl)) == 4         # 2 leaves x 2 spines
+    assert not set(a.spines) & set(b.spines)
+    with pytest.raises(AllocationError, match="needs 2 hosts but only 0 hosts are on unused"):
+        alloc.allocate("c", 2)
