@@ -11,6 +11,10 @@ reaching the most candidate leaves over free cables first.
 `isolation="switch"` (the default) also holds the leaves and spines exclusively, as the
 paper's slices do; `isolation="link"` lets jobs share a switch but never a link (a switch's
 crossbar is non-blocking, so sharing it adds no contention) and fragments less.
+
+`OCSVClosAllocator` is OCS-vClos: optical circuit switches between the leaves and the spines
+let a slice connect any free leaf uplink port to any free spine port, so the spine tier no
+longer fragments (see its docstring).
 """
 from __future__ import annotations
 
@@ -34,6 +38,9 @@ class Slice:
     leaves: tuple[str, ...]
     spines: tuple[str, ...]
     links: frozenset[int]               # host cables and fabric cables, exclusively held
+    # OCS-vClos only: (leaf-end cable, spine-end cable) pairs joined by an optical circuit;
+    # the leaf ends are in `links`, the spine ends are held through these pairs.
+    circuits: tuple[tuple[int, int], ...] = ()
 
     def routing(self, topo: Topology, failed=()) -> Routing:
         """Routing confined to the slice's links: its ECMP groups use only its cables."""
@@ -111,9 +118,10 @@ class VClosAllocator:
         found = self._find(n)
         if found is None:
             raise AllocationError(self._refusal(job, n))
-        hosts, leaves, spines, links = found
+        hosts, leaves, spines, links, *circuits = found
         sid = min(set(range(1, len(self.slices) + 2)) - {s.slice_id for s in self.slices.values()})
-        sl = Slice(job, sid, tuple(hosts), tuple(leaves), tuple(spines), frozenset(links))
+        sl = Slice(job, sid, tuple(hosts), tuple(leaves), tuple(spines), frozenset(links),
+                   tuple(circuits[0]) if circuits else ())
         self.slices[job] = sl
         return sl
 
@@ -224,3 +232,51 @@ class VClosAllocator:
                                   if i not in used_links),
             largest_job=largest,
         )
+
+
+@dataclass
+class OCSVClosAllocator(VClosAllocator):
+    """OCS-vClos: a layer of optical circuit switches between leaves and spines.
+
+    Every leaf uplink port and every spine port is cabled to the optical layer, which can
+    circuit-connect any leaf port to any spine port. A job over `count` leaves with m hosts on
+    the fullest one needs m free uplink ports on each leaf and m spines with `count` free ports
+    each; which physical cable a port sits on no longer matters, so the "no spine reaches all
+    chosen leaves over free cables" refusal of the electrical fabric becomes a count check.
+    Slices share switches but never a port (link isolation, the only sensible one here: the
+    circuits are what is exclusive). Circuits are recorded as (leaf-end cable, spine-end
+    cable) pairs of the electrical topology's cable numbering."""
+
+    isolation: str = "link"
+
+    def __post_init__(self) -> None:
+        if self.isolation != "link":
+            raise ValueError("OCS-vClos isolates circuits: isolation must be 'link'")
+        super().__post_init__()
+
+    def _try_spread(self, n, count, free, spines, spare):
+        m = -(-n // count)
+        full = n - count * (m - 1)
+        spine_used = {b for s in self.slices.values() for _, b in s.circuits}
+        up_free = {lf: [i for (leaf, _), c in spare.items() if leaf == lf for i in c]
+                   for lf in free}
+        ports_free = {s: [i for (_, sp), c in self._cables.items() if sp == s for i in c
+                          if i not in spine_used] for s in spines}
+        cands = [lf for lf, hs in free.items() if len(hs) >= m and len(up_free[lf]) >= m]
+        chosen = sorted((s for s in spines if len(ports_free[s]) >= count),
+                        key=lambda s: (-len(ports_free[s]), self._spines.index(s)))[:m]
+        if len(cands) < count or len(chosen) < m:
+            return None
+        order = {lf: i for i, lf in enumerate(free)}
+        leaves = sorted(cands, key=lambda lf: (len(free[lf]), order[lf]))[:count]
+        leaves.sort(key=order.get)
+        hosts: list[str] = []
+        for i, lf in enumerate(leaves):
+            hosts += free[lf][: m if i < full else m - 1]
+        links, circuits = self._host_links(hosts), []
+        for li, lf in enumerate(leaves):
+            for si, s in enumerate(chosen):
+                leaf_end, spine_end = up_free[lf][si], ports_free[s][li]
+                links.append(leaf_end)
+                circuits.append((leaf_end, spine_end))
+        return hosts, leaves, chosen, links, circuits

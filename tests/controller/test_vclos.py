@@ -3,7 +3,7 @@ import pytest
 from controller import topology as t
 from controller.ethereal import plan_step
 from controller.steps import all_to_all, flows_of
-from controller.vclos import AllocationError, VClosAllocator
+from controller.vclos import AllocationError, OCSVClosAllocator, Slice, VClosAllocator
 
 
 def fabric_links(topo, sl):
@@ -143,3 +143,67 @@ def test_demo_fabric_fits_two_four_rank_jobs_spanning_two_leaves():
     assert not set(a.spines) & set(b.spines)
     with pytest.raises(AllocationError, match="needs 2 hosts but only 0 hosts are on unused"):
         alloc.allocate("c", 2)
+
+
+def _held(topo, sid, hosts, leaves, spines, ocs):
+    """A slice as the electrical allocator would hold it (for OCS: circuits along the cables)."""
+    fabric = [topo.link(lf, s).index for lf in leaves for s in spines]
+    links = frozenset(fabric + [topo.link(h, topo.host(h).leaf).index for h in hosts])
+    return Slice(f"s{sid}", sid, hosts, leaves, spines, links,
+                 tuple((i, i) for i in fabric) if ocs else ())
+
+
+def test_ocs_connects_leaves_whose_free_cables_reach_no_common_spine():
+    topo = t.leaf_spine(4, 2, 2)
+    held = [(1, ("h1", "h5"), ("leaf1", "leaf3"), ("spine1",)),
+            (2, ("h3", "h6"), ("leaf2", "leaf3"), ("spine2",)),
+            (3, ("h7", "h8"), ("leaf4",), ())]
+    electrical, ocs = VClosAllocator(topo, "link"), OCSVClosAllocator(topo)
+    for alloc, is_ocs in ((electrical, False), (ocs, True)):
+        alloc.slices.update({f"s{h[0]}": _held(topo, *h, is_ocs) for h in held})
+    # h2 (leaf1) has only its spine2 cable free, h4 (leaf2) only its spine1 cable
+    with pytest.raises(AllocationError, match="no isolated virtual Clos fits"):
+        electrical.allocate("x", 2)
+    sl = ocs.allocate("x", 2)
+    assert sl.hosts == ("h2", "h4") and sl.spines == ("spine1",)
+    leaf_ends = {a for a, _ in sl.circuits}
+    assert leaf_ends == {topo.link("leaf1", "spine2").index, topo.link("leaf2", "spine1").index}
+    spine_ends = [topo.links[b] for _, b in sl.circuits]
+    assert all(lk.b == "spine1" for lk in spine_ends)      # two free ports of spine1
+    held_ends = {b for s in ocs.slices.values() if s.job != "x" for _, b in s.circuits}
+    assert not {b for _, b in sl.circuits} & held_ends
+    ocs.release("x")
+    assert ocs.allocate("y", 2).circuits                  # released circuits are free again
+
+
+def test_ocs_accepts_whatever_the_electrical_allocator_accepts():
+    import random
+    topo = t.leaf_spine(8, 8, 8)
+    more = 0
+    for seed in range(40):
+        rng, elec = random.Random(seed), VClosAllocator(topo, "link")
+        for step in range(30):
+            if step > 3 and rng.random() < 0.4:
+                elec.slices.pop(f"j{rng.randrange(step)}", None)
+                continue
+            n = rng.choice([2, 3, 4, 6, 8, 12, 16])
+            ocs = OCSVClosAllocator(topo)
+            ocs.slices.update({k: _held(topo, s.slice_id, s.hosts, s.leaves, s.spines, True)
+                               for k, s in elec.slices.items()})
+            try:
+                ocs.allocate("probe", n)
+                ocs_ok = True
+            except AllocationError:
+                ocs_ok = False
+            try:
+                elec.allocate(f"j{step}", n)
+            except AllocationError:
+                more += ocs_ok
+            else:
+                assert ocs_ok, (seed, step, n)
+    assert more > 0
+
+
+def test_ocs_needs_link_isolation():
+    with pytest.raises(ValueError, match="isolation must be 'link'"):
+        OCSVClosAllocator(t.leaf_spine(2, 2, 2), "switch")
