@@ -199,7 +199,8 @@ class _P4Lexer:
             if tok.type == "IDENTIFIER" and not after_dot and (
                     tok.value in types or any(a <= i <= b and tok.value in ps for a, b, ps in scoped)):
                 tok = Token.new_borrow_pos("TYPE_IDENTIFIER", tok.value, tok)
-            elif after_dot and _KEYWORD.match(tok.type) and tok.value.isidentifier():
+            elif after_dot and (_KEYWORD.match(tok.type) or tok.type == "TYPE_KW") \
+                    and tok.value.isidentifier():
                 tok = Token.new_borrow_pos("IDENTIFIER", tok.value, tok)
             if tok.type == "LT":
                 if prev is not None and prev.type in ("IDENTIFIER",) and _generic_call_angle(tokens, i):

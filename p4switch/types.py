@@ -32,6 +32,12 @@ class VarbitT(Type):
     def __init__(self, width: int):
         self.width = width
 
+    def __eq__(self, other):
+        return isinstance(other, VarbitT) and other.width == self.width
+
+    def __hash__(self):
+        return hash(("varbit", self.width))
+
     def __str__(self):
         return f"varbit<{self.width}>"
 
@@ -94,6 +100,13 @@ class StackT(Type):
     def __init__(self, elem: Type, size: int):
         self.elem, self.size = elem, size
 
+    # arrays, tuples and varbits are equal when their structure is (the spec's type equality)
+    def __eq__(self, other):
+        return isinstance(other, StackT) and (other.elem, other.size) == (self.elem, self.size)
+
+    def __hash__(self):
+        return hash(("stack", self.size))
+
     def __str__(self):
         return f"{self.elem}[{self.size}]"
 
@@ -110,6 +123,12 @@ class EnumT(Type):
 class TupleT(Type):
     def __init__(self, elems: list[Type]):
         self.elems = elems
+
+    def __eq__(self, other):
+        return isinstance(other, TupleT) and other.elems == self.elems
+
+    def __hash__(self):
+        return hash(("tuple", len(self.elems)))
 
     def __str__(self):
         return "tuple<" + ", ".join(map(str, self.elems)) + ">"

@@ -1,6 +1,6 @@
 /* core.p4 for p4switch: the P4_16 core library, declared from the language specification. */
-#ifndef P4SWITCH_CORE_P4
-#define P4SWITCH_CORE_P4
+#ifndef _CORE_P4_
+#define _CORE_P4_
 
 /* Errors a parser may signal; programs add their own with further error declarations. */
 error {

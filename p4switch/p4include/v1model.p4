@@ -1,7 +1,7 @@
 /* v1model.p4 for p4switch: the v1model architecture (BMv2 simple_switch), declared from its
    public API. Behaviour of every extern is implemented by p4switch itself. */
-#ifndef P4SWITCH_V1MODEL_P4
-#define P4SWITCH_V1MODEL_P4
+#ifndef _V1_MODEL_P4_
+#define _V1_MODEL_P4_
 
 #include <core.p4>
 
