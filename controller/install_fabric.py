@@ -1,5 +1,6 @@
-"""The install plan as p4src/fabric.p4 entries (table, register and counter names from
-p4src/README.md), and the counters read back in the plan's terms."""
+"""The install plan as p4src/fabric.p4 entries (table and counter names from p4src/README.md),
+and the counters read back in the plan's terms. Only what both targets serve over P4Runtime
+is written: table entries and replication groups, never registers."""
 from __future__ import annotations
 
 import zlib
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 
 from controller.install import SwitchPlan, plan_switches
 from controller.install_intent import IntentError
-from controller.p4rt import MulticastGroup, RegisterCell, State, TableEntry, sync, values
+from controller.p4rt import MulticastGroup, State, TableEntry, sync, values
 from controller.p4rt.schema import Schema
 from controller.topology import Topology
 
@@ -38,9 +39,18 @@ def ecmp_groups(plan: SwitchPlan) -> dict[tuple[int, tuple[int, ...]], int]:
     return groups
 
 
+def port_liveness(plan: SwitchPlan) -> TableEntry:
+    """Every port's liveness in one default action (bit p = port p dead): first in the
+    entries, so that a failover takes effect before the routes that avoid the port change."""
+    dead = sum(1 << port for port, up in plan.ports_up.items() if not up)
+    return TableEntry("FabricIngress.port_liveness", {}, "FabricIngress.set_dead_ports",
+                      {"ports": dead}, default=True)
+
+
 def switch_state(topo: Topology, plan: SwitchPlan) -> State:
     state = State()
     entries = state.table_entries
+    entries.append(port_liveness(plan))
     me = topo.switch(plan.name)
     for port, link in sorted(topo.ports(plan.name).items()):
         peer = link.b if link.a == plan.name else link.a
@@ -100,8 +110,6 @@ def switch_state(topo: Topology, plan: SwitchPlan) -> State:
     for port, threshold in sorted(plan.ecn_threshold.items()):
         entries.append(TableEntry("FabricEgress.ecn_mark", {"standard_metadata.egress_port": port},
                                   "FabricEgress.set_ecn_threshold", {"threshold": threshold}))
-    state.registers = [RegisterCell("FabricIngress.port_down", port, 0 if up else 1)
-                       for port, up in sorted(plan.ports_up.items())]
     return state
 
 
@@ -154,6 +162,4 @@ def intended_states(intent, schema: Schema) -> dict[str, State]:
     states = {name: switch_state(intent.topo, plan) for name, plan in plans.items()}
     for state in states.values():
         state.table_entries = [sync.canonical(schema, e) for e in state.table_entries]
-        for cell in state.registers:
-            cell.to_proto(schema)
     return states

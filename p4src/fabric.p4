@@ -19,7 +19,8 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
     counter(NUM_GROUPS, CounterType.packets_and_bytes) mcast_packets;
     direct_counter(CounterType.packets_and_bytes) pin_counter;
 
-    register<bit<1>>(NUM_PORTS) port_down;
+    /* Registers hold only what the data plane itself keeps: BMv2's P4Runtime server cannot
+     * write or read registers, so everything the controller sets is a table entry. */
     register<bit<16>>(NUM_GROUPS) spray_rr;
 
     register<bit<32>>(AGG_SETS) agg_bitmap;
@@ -31,6 +32,19 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
 
     action drop() {
         meta.drop = 1;
+    }
+
+    /* ---- port liveness (fast failover) ---- */
+    /* Bit p set = port p is dead. One keyless table whose default action the controller
+     * modifies: every port's state changes in one P4Runtime write, and one lookup per packet
+     * serves the pin, member and backup checks (p4c applies a table at most once). */
+    action set_dead_ports(bit<NUM_PORTS> ports) {
+        meta.dead_ports = ports;
+    }
+
+    table port_liveness {
+        actions = { set_dead_ports; }
+        default_action = set_dead_ports(0);
     }
 
     /* ---- slices (vClos) ---- */
@@ -173,6 +187,7 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
             meta.drop = 1;
         } else {
             slice_classify.apply();
+            port_liveness.apply();
         }
 
         /* In-network aggregation on the leaf that holds the job; elsewhere (table miss) the
@@ -253,7 +268,7 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
             } else {
                 if (path_pin.apply().hit) {
                     /* A pin onto a dead port is ignored: the packet is routed instead. */
-                    port_down.read(meta.port_is_down, (bit<32>)meta.out_port);
+                    meta.port_is_down = (bit<1>)(meta.dead_ports >> meta.out_port);
                     if (meta.port_is_down == 0) {
                         meta.routed = 1;
                     }
@@ -286,11 +301,11 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
                         }
                     }
                     if (meta.drop == 0 && meta.routed == 1) {
-                        port_down.read(meta.port_is_down, (bit<32>)meta.out_port);
+                        meta.port_is_down = (bit<1>)(meta.dead_ports >> meta.out_port);
                         if (meta.port_is_down == 1) {
                             if (meta.use_group == 1) {
-                                port_down.read(meta.port_is_down,
-                                               (bit<32>)meta.backup_port);
+                                meta.port_is_down =
+                                    (bit<1>)(meta.dead_ports >> meta.backup_port);
                             }
                             if (meta.use_group == 1 && meta.port_is_down == 0) {
                                 meta.out_port = meta.backup_port;

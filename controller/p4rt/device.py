@@ -18,7 +18,7 @@ from p4.v1 import p4runtime_pb2 as pb
 
 from . import sync
 from .connection import Connection
-from .entities import CloneSession, CounterCell, MulticastGroup, RegisterCell, TableEntry
+from .entities import CloneSession, CounterCell, MulticastGroup, TableEntry
 from .schema import Schema
 
 
@@ -109,17 +109,6 @@ class Device:
                     state.clone_sessions.append(CloneSession.from_proto(entry.clone_session_entry))
             return state
 
-    def read_registers(self, cells: list[RegisterCell]) -> list[RegisterCell]:
-        entities = self.conn.read([c.to_proto(self.schema) for c in cells]) if cells else []
-        return [RegisterCell.from_proto(self.schema, e.register_entry) for e in entities]
-
-    def read_register(self, name: str) -> list[RegisterCell]:
-        """Every cell of one register (index wildcard)."""
-        query = pb.Entity(register_entry=pb.RegisterEntry(
-            register_id=self.schema.register(name).id))
-        return sorted((RegisterCell.from_proto(self.schema, e.register_entry)
-                       for e in self.conn.read([query])), key=lambda c: c.index)
-
     def read_counter(self, name: str) -> list[CounterCell]:
         """Every cell of one indexed counter."""
         query = pb.Entity(counter_entry=pb.CounterEntry(counter_id=self.schema.counter(name).id))
@@ -147,7 +136,6 @@ class Device:
         with self._lock:
             defaults = tuple(sorted({e.table for e in intended.table_entries if e.default}))
             current = self.read_state(defaults)
-            current.registers = self.read_registers(intended.registers)
             steps = sync.plan(self.schema, intended, current)
             self.write(steps)
             return sync.summary(steps)

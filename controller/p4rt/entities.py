@@ -188,26 +188,6 @@ def _replica(r: pb.Replica) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class RegisterCell:
-    register: str
-    index: int
-    value: int
-
-    def to_proto(self, schema: Schema) -> pb.Entity:
-        reg = schema.register(self.register)
-        _check_index(reg, self.index)
-        entry = pb.RegisterEntry(register_id=reg.id)
-        entry.index.index = self.index
-        entry.data.bitstring = values.encode(self.value, reg.bitwidth)
-        return pb.Entity(register_entry=entry)
-
-    @classmethod
-    def from_proto(cls, schema: Schema, entry: pb.RegisterEntry) -> RegisterCell:
-        return cls(schema.register(entry.register_id).name, entry.index.index,
-                   values.decode(entry.data.bitstring))
-
-
-@dataclass(frozen=True)
 class CounterCell:
     counter: str
     index: int

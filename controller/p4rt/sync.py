@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from p4.v1 import p4runtime_pb2 as pb
 
-from .entities import CloneSession, MulticastGroup, RegisterCell, TableEntry
+from .entities import CloneSession, MulticastGroup, TableEntry
 from .schema import Schema
 
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
@@ -24,11 +24,9 @@ class State:
     table_entries: list[TableEntry] = field(default_factory=list)
     multicast_groups: list[MulticastGroup] = field(default_factory=list)
     clone_sessions: list[CloneSession] = field(default_factory=list)
-    registers: list[RegisterCell] = field(default_factory=list)
 
     def size(self) -> int:
-        return (len(self.table_entries) + len(self.multicast_groups)
-                + len(self.clone_sessions) + len(self.registers))
+        return len(self.table_entries) + len(self.multicast_groups) + len(self.clone_sessions)
 
 
 def canonical(schema: Schema, entry: TableEntry) -> TableEntry:
@@ -51,18 +49,12 @@ def _normal(group):
 
 def plan(schema: Schema, intended: State, current: State) -> list[tuple[int, object]]:
     """Ordered (update type, entity) pairs, so that traffic never meets a dangling reference:
-    register cells (port liveness) first, then new and changed replication groups, then new
-    and changed table entries in the intended order (a program's groups before the routes
-    that name them), and only then stale table entries and stale replication groups."""
+    new and changed replication groups first, then new and changed table entries and default
+    actions in the intended order (a program's groups before the routes that name them), and
+    only then stale table entries and stale replication groups."""
     want = _index_entries(schema, intended.table_entries)
     have = {entry_key(e): e for e in current.table_entries}
     updates: list[tuple[int, object]] = []
-
-    cells = {(c.register, c.index): c for c in current.registers}
-    for c in _canonical_cells(schema, intended.registers):
-        old = cells.get((c.register, c.index))
-        if old is None or old.value != c.value:
-            updates.append((MODIFY, c))
 
     stale_groups: list[tuple[int, object]] = []
     for kind_want, kind_have, key in (
@@ -110,14 +102,6 @@ def _unique(groups, key: str) -> dict:
             raise ValueError(f"two intended {type(g).__name__}s with id {gid} differ")
         result[gid] = g
     return result
-
-
-def _canonical_cells(schema: Schema, cells: list[RegisterCell]) -> list[RegisterCell]:
-    result = {}
-    for c in cells:
-        c = RegisterCell.from_proto(schema, c.to_proto(schema).register_entry)
-        result[(c.register, c.index)] = c
-    return list(result.values())
 
 
 def to_updates(schema: Schema, steps: list[tuple[int, object]]) -> list[pb.Update]:

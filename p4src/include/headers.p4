@@ -104,6 +104,7 @@ struct metadata_t {
     bit<1>  routed;           /* out_port holds the chosen egress port */
     bit<9>  out_port;
     bit<9>  backup_port;
+    bit<NUM_PORTS> dead_ports; /* port liveness: bit p set = port p is dead */
     bit<1>  port_is_down;
     bit<1>  use_group;
     bit<16> ecmp_group;

@@ -192,6 +192,12 @@ def multicast() -> list[str]:
     return lines + ["check_counter FabricIngress.mcast_packets(9) packets == 1"]
 
 
+def dead_ports(*ports: int) -> str:
+    """The controller's liveness write: one default action, bit p = port p dead."""
+    return (f"setdefault FabricIngress.port_liveness "
+            f"FabricIngress.set_dead_ports(ports:0x{sum(1 << p for p in ports):x})")
+
+
 def failover() -> list[str]:
     live = [11, 12, 14]
     lines = ["# the controller's batch repair after port 13 failed: group 1 without it"]
@@ -202,6 +208,48 @@ def failover() -> list[str]:
         d = L.udp(L.host_ip(1), "10.0.2.7", sport, 4791)
         lines += packet(1, d, f"3 live members: port {port}, never 13")
         lines += expect(port, L.routed(d, port))
+
+    # Fast failover before any repair: group 2 (10.0.3.0/24) still has all four uplinks,
+    # member i's backup is member i+1's port.
+    src, dst = L.host_ip(1), "10.0.3.7"
+    lines += ["", "# fast failover: group 2 toward 10.0.3.0/24 holds all four uplinks",
+              "add FabricIngress.ipv4_route meta.slice_id:0 hdr.ipv4.dstAddr:0x0a0003** "
+              "FabricIngress.route_to_group(group:2)"] + group(2, UP)
+    flows: dict[int, list[int]] = {p: [] for p in UP}
+    sport = 0xC100
+    while min(len(v) for v in flows.values()) < 2:
+        port = member_port(src, dst, sport, 4791, UP)
+        if len(flows[port]) < 2:
+            flows[port].append(sport)
+        sport += 1
+    backup = {p: UP[(i + 1) % len(UP)] for i, p in enumerate(UP)}
+
+    def send(dead: set[int], note: str) -> list[str]:
+        out = []
+        for port in UP:
+            for sport in flows[port]:
+                d = L.udp(src, dst, sport, 4791)
+                to = port if port not in dead else backup[port]
+                if to in dead:
+                    out += packet(1, d, f"member on {port} and its backup {to} dead: dropped")
+                else:
+                    out += packet(1, d, f"{note}: member on {port} -> port {to}")
+                    out += expect(to, L.routed(d, to))
+        return out
+
+    lines += [dead_ports(13)] + send({13}, "port 13 dead")
+    lines += [dead_ports(13, 14)] + send({13, 14}, "ports 13, 14 dead")
+    sport = flows[11][0]
+    lines += [f"add FabricIngress.path_pin hdr.ipv4.srcAddr:{ip32(src)} "
+              f"hdr.ipv4.dstAddr:{ip32(dst)} meta.l4_sport:{sport} meta.l4_dport:4791 "
+              f"FabricIngress.pin_path(port:13)"]
+    d = L.udp(src, dst, sport, 4791)
+    lines += packet(1, d, "pinned to dead port 13: routed instead, hash -> port 11")
+    lines += expect(11, L.routed(d, 11))
+    lines += [dead_ports()] + packet(1, d, "every port alive again: the pin -> port 13")
+    lines += expect(13, L.routed(d, 13))
+    d = L.udp(src, L.host_ip(3))
+    lines += [dead_ports(3)] + packet(1, d, "a route straight to dead port 3: dropped")
     return lines
 
 
@@ -253,8 +301,8 @@ FILES = {
     "ecn": ("ECN CE marking in egress, ECT packets only, per-port threshold", ecn),
     "multicast": ("multicast per slice, per-replica rewrite, no copy back to the ingress port",
                   multicast),
-    "failover": ("a port removed from a group by the controller (the liveness register is "
-                 "tested in tests/p4src: STF cannot write registers)", failover),
+    "failover": ("a port removed from a group by the controller; fast failover through the "
+                 "port-liveness table", failover),
     "aggregation": ("in-network aggregation of 2 workers: sums, duplicates, kept result",
                     aggregation),
 }

@@ -8,7 +8,7 @@ from p4.config.v1 import p4info_pb2
 from controller import install_fabric
 from controller.ethereal import Flow
 from controller.install_intent import Intent
-from controller.p4rt import MulticastGroup, RegisterCell, Schema, sync
+from controller.p4rt import MulticastGroup, Schema, sync
 from controller.topology import host_mac, switch_port_mac
 
 HERE = Path(__file__).resolve().parent
@@ -59,7 +59,9 @@ def test_routes_groups_and_port_macs_of_a_leaf(schema):
     assert macs[2] == {"smac": int(switch_port_mac(1, 2).replace(":", ""), 16),
                        "dmac": int(host_mac("10.0.1.2").replace(":", ""), 16)}
     assert macs[3]["dmac"] == int(switch_port_mac(3, 1).replace(":", ""), 16)
-    assert leaf1.registers == [RegisterCell("FabricIngress.port_down", p, 0) for p in (1, 2, 3, 4)]
+    liveness = leaf1.table_entries[0]     # written first: failover before new routes
+    assert (liveness.table, liveness.default, liveness.params) == (
+        "FabricIngress.port_liveness", True, {"ports": 0})
     assert len(entries(leaf1, "FabricEgress.ecn_mark")) == 4
 
 
@@ -70,7 +72,11 @@ def test_a_failed_uplink_shrinks_groups_and_marks_the_port_dead(schema):
     route = one(leaf1, "FabricIngress.ipv4_route", hdr__ipv4__dstAddr=(0x0A000200, 24))
     assert (route.action, route.params) == ("FabricIngress.route_to_port", {"port": 4})
     assert not entries(leaf1, "FabricIngress.ecmp_groups")
-    assert RegisterCell("FabricIngress.port_down", 3, 1) in leaf1.registers
+    (liveness,) = entries(leaf1, "FabricIngress.port_liveness")
+    assert (liveness.default, liveness.params) == (True, {"ports": 1 << 3})
+    spine1 = install_fabric.intended_states(intent, schema)["spine1"]
+    (liveness,) = entries(spine1, "FabricIngress.port_liveness")
+    assert liveness.params == {"ports": 1 << intent.topo.link("leaf1", "spine1").port_of("spine1")}
 
 
 def test_step_slice_group_and_job_entries(schema):

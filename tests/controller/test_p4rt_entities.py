@@ -5,8 +5,8 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
 from controller.p4rt import (
+    CounterCell,
     MulticastGroup,
-    RegisterCell,
     Schema,
     SchemaError,
     State,
@@ -29,8 +29,8 @@ actions { preamble { id: 10 name: "Ingress.forward" alias: "forward" }
 actions { preamble { id: 11 name: "Ingress.drop" alias: "drop" } }
 actions { preamble { id: 12 name: "Ingress.set_slice" alias: "set_slice" }
   params { id: 1 name: "slice" bitwidth: 8 } }
-registers { preamble { id: 20 name: "Egress.ecn_threshold" alias: "ecn_threshold" }
-  type_spec { bitstring { bit { bitwidth: 19 } } } size: 16 }
+counters { preamble { id: 20 name: "Egress.port_tx" alias: "port_tx" }
+  spec { unit: BOTH } size: 16 }
 direct_counters { preamble { id: 30 name: "Ingress.routes_hits" } direct_table_id: 1 }
 """
 
@@ -93,7 +93,7 @@ def test_bad_entries_name_the_problem(schema):
     with pytest.raises(ValueError, match="exact field meta.slice needs a value"):
         TableEntry("routes", {}, "drop").to_proto(schema)
     with pytest.raises(ValueError, match="index 16 outside 0..15"):
-        RegisterCell("ecn_threshold", 16, 1).to_proto(schema)
+        CounterCell("port_tx", 16).to_proto(schema)
 
 
 def _route(slice_, prefix, port):
@@ -105,22 +105,21 @@ def test_plan_writes_only_the_difference(schema):
     keep, change, stale = (_route(0, "10.0.1.0", 1), _route(0, "10.0.2.0", 2),
                            _route(0, "10.0.3.0", 3))
     new = _route(1, "10.0.1.0", 4)
-    current = State([sync.canonical(schema, e) for e in (keep, change, stale)],
-                    [MulticastGroup(5, ((1, 1), (2, 2)))],
-                    registers=[RegisterCell("Egress.ecn_threshold", 1, 100)])
-    intended = State([keep, _route(0, "10.0.2.0", 9), new],
-                     [MulticastGroup(5, ((2, 2), (1, 1))), MulticastGroup(6, ((3, 0),))],
-                     registers=[RegisterCell("ecn_threshold", 1, 100),
-                                RegisterCell("ecn_threshold", 2, 50)])
+    default = TableEntry("classify", action="drop", default=True)
+    current = State([sync.canonical(schema, e) for e in (keep, change, stale, default)],
+                    [MulticastGroup(5, ((1, 1), (2, 2)))])
+    intended = State([TableEntry("routes", action="drop", default=True), keep,
+                      _route(0, "10.0.2.0", 9), new, default],
+                     [MulticastGroup(5, ((2, 2), (1, 1))), MulticastGroup(6, ((3, 0),))])
     steps = sync.plan(schema, intended, current)
     kinds = [(sync.UPDATE_NAMES[t], type(e).__name__) for t, e in steps]
-    # Registers first, group 6 before the routes, the stale route last; group 5 (same set
-    # of replicas) is left alone.
-    assert kinds == [("modify", "RegisterCell"), ("insert", "MulticastGroup"),
+    # Group 6 before the routes, then entries and defaults in the intended order, the stale
+    # route last; group 5 (same set of replicas) and the unchanged default are left alone.
+    assert kinds == [("insert", "MulticastGroup"), ("modify", "TableEntry"),
                      ("modify", "TableEntry"), ("insert", "TableEntry"),
                      ("delete", "TableEntry")]
     assert steps[4][1].match["hdr.ipv4.dstAddr"] == (0x0A000300, 24)
-    assert steps[0][1].index == 2
+    assert steps[1][1].default and steps[1][1].table == "Ingress.routes"
     assert sync.summary(steps) == {"insert": 2, "modify": 2, "delete": 1}
     updates = sync.to_updates(schema, steps)
     assert updates[4].type == pb.Update.DELETE and updates[4].entity.HasField("table_entry")

@@ -11,7 +11,6 @@ from controller.p4rt import (
     MulticastGroup,
     NotPrimaryError,
     Pipeline,
-    RegisterCell,
     State,
     TableEntry,
     WriteError,
@@ -52,9 +51,8 @@ def test_pipeline_push_write_read_delete(target):
     default = TableEntry("ipv4_route", action="route_to_port", params={"port": 3},
                          default=True)
     intended = State(entries + [default], [MulticastGroup(9, ((1, 1), (2, 2)))],
-                     [CloneSession(5, ((6, 0),))],
-                     registers=[RegisterCell("port_down", 2, 1)])
-    assert dev.sync(intended) == {"insert": 5, "modify": 2, "delete": 0}
+                     [CloneSession(5, ((6, 0),))])
+    assert dev.sync(intended) == {"insert": 5, "modify": 1, "delete": 0}
     defaults = dev.read_state(defaults_of=("ipv4_route",)).table_entries
     assert [(e.action, e.params) for e in defaults if e.default] == [
         ("FabricIngress.route_to_port", {"port": 3})]
@@ -63,7 +61,6 @@ def test_pipeline_push_write_read_delete(target):
         sync.entry_key(sync.canonical(dev.schema, e)) for e in entries)
     assert back.multicast_groups == [MulticastGroup(9, ((1, 1), (2, 2)))]
     assert back.clone_sessions == [CloneSession(5, ((6, 0),))]
-    assert dev.read_registers([RegisterCell("port_down", 2, 0)])[0].value == 1
     assert dev.sync(intended) == {"insert": 0, "modify": 0, "delete": 0}
 
     with pytest.raises(WriteError) as err:           # the same entry twice

@@ -1,4 +1,5 @@
-"""Fast failover in fabric.p4: the per-port liveness bit and the controller's batch repair."""
+"""Fast failover in fabric.p4: the port-liveness table (one bit per port in its default
+action) and the controller's batch repair."""
 from __future__ import annotations
 
 from fabric_testlib import (
@@ -29,6 +30,12 @@ def _flows_by_member(n=4, per_member=5):
     return flows
 
 
+def _set_dead(sw, *ports):
+    """What the controller writes: the liveness table's default action, every dead port's bit."""
+    sw.table_set_default("FabricIngress.port_liveness", "FabricIngress.set_dead_ports",
+                         {"ports": sum(1 << p for p in ports)})
+
+
 def _port_of(sw, sport):
     outs = sw.process(1, udp(host_ip(1), DST, sport, 4791))
     return outs[0][0] if outs else None
@@ -37,20 +44,19 @@ def _port_of(sw, sport):
 def test_dead_member_falls_back_to_its_backup_only(sw):
     install_leaf(sw)
     flows = _flows_by_member()
-    sw.register_write("FabricIngress.port_down", UPLINKS[1], 1)
+    _set_dead(sw, UPLINKS[1])
     for member, sports in flows.items():
         for sport in sports:
             expected = UPLINKS[2] if member == 1 else UPLINKS[member]
             assert _port_of(sw, sport) == expected
-    sw.register_write("FabricIngress.port_down", UPLINKS[1], 0)
+    _set_dead(sw)
     assert {_port_of(sw, s) for s in flows[1]} == {UPLINKS[1]}
 
 
 def test_member_and_backup_dead_drops_without_looping(sw):
     install_leaf(sw)
     flows = _flows_by_member()
-    for port in UPLINKS[1:3]:
-        sw.register_write("FabricIngress.port_down", port, 1)
+    _set_dead(sw, *UPLINKS[1:3])
     assert [_port_of(sw, s) for s in flows[1]] == [None] * len(flows[1])
     assert {_port_of(sw, s) for s in flows[2]} == {UPLINKS[3]}
     assert {_port_of(sw, s) for s in flows[0]} == {UPLINKS[0]}
@@ -59,7 +65,7 @@ def test_member_and_backup_dead_drops_without_looping(sw):
 
 def test_spraying_skips_dead_members(sw):
     install_leaf(sw, mode=1)
-    sw.register_write("FabricIngress.port_down", UPLINKS[0], 1)
+    _set_dead(sw, UPLINKS[0])
     ports = [_port_of(sw, 0xC000) for _ in range(8)]
     assert UPLINKS[0] not in ports and set(ports) == set(UPLINKS[1:])
 
@@ -74,13 +80,13 @@ def test_pin_to_dead_port_is_routed_instead(sw):
                                       "meta.l4_sport": sport, "meta.l4_dport": 4791},
                  "FabricIngress.pin_path", {"port": pinned})
     assert _port_of(sw, sport) == pinned
-    sw.register_write("FabricIngress.port_down", pinned, 1)
+    _set_dead(sw, pinned)
     assert _port_of(sw, sport) == hashed
 
 
 def test_route_to_a_dead_host_port_drops(sw):
     install_leaf(sw)
-    sw.register_write("FabricIngress.port_down", 3, 1)
+    _set_dead(sw, 3)
     assert sw.process(1, udp(host_ip(1), host_ip(3))) == []
 
 

@@ -1,7 +1,7 @@
 """fabric.p4 configured the way the controller does it: `p4switch run` (and BMv2's
 simple_switch_grpc where installed) on three veth ports, pipeline pushed and entries written
 over P4Runtime (p4runtime-shell), packets forwarded end to end: a host route, ECMP, fast
-failover through the liveness register, a pin and its counter."""
+failover through the port-liveness table, a pin and its counter."""
 from __future__ import annotations
 
 import itertools
@@ -13,7 +13,6 @@ import time
 
 import pytest
 from fabric_testlib import FABRIC_P4, host_ip, port_dmac, port_smac, routed, udp
-from p4.v1 import p4runtime_pb2
 
 from controller import hashing
 from p4switch.device.process import compile_for, start_target
@@ -127,16 +126,13 @@ def _route(prefix: str, action: str, **params):
     entry.insert()
 
 
-def _set_port_down(port: int, down: int) -> None:
-    """p4runtime-shell 0.0.6 has no RegisterEntry: a raw P4Runtime write, as the controller does."""
-    reg = next(r for r in sh.client.get_p4info().registers
-               if r.preamble.name == "FabricIngress.port_down")
-    update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
-    entry = update.entity.register_entry
-    entry.register_id = reg.preamble.id
-    entry.index.index = port
-    entry.data.bitstring = bytes([down])
-    sh.client.write_update(update)
+def _set_dead_ports(*ports: int) -> None:
+    """Port liveness as the controller writes it: the default action of a table (both
+    targets serve that over P4Runtime; simple_switch_grpc refuses register writes)."""
+    entry = sh.TableEntry("FabricIngress.port_liveness")(
+        is_default=True, action="FabricIngress.set_dead_ports")
+    entry.action["ports"] = str(sum(1 << p for p in ports))
+    entry.modify()
 
 
 def test_host_route_forwards_and_counts(fabric):
@@ -167,9 +163,10 @@ def test_ecmp_failover_and_pin_over_p4runtime(fabric):
     assert fabric.send(flow_a, b"flow a") == {2: [routed(flow_a, 2)]}
     assert fabric.send(flow_b, b"flow b") == {3: [routed(flow_b, 3)]}
 
-    _set_port_down(2, 1)  # fast failover: member 0 falls back to its backup, port 3
+    _set_dead_ports(2)  # fast failover: member 0 falls back to its backup, port 3
     assert fabric.send(flow_a, b"flow a") == {3: [routed(flow_a, 3)]}
-    _set_port_down(2, 0)
+    _set_dead_ports()
+    assert fabric.send(flow_a, b"flow a") == {2: [routed(flow_a, 2)]}
 
     pin = sh.TableEntry("FabricIngress.path_pin")(action="FabricIngress.pin_path")
     pin.match["hdr.ipv4.srcAddr"], pin.match["hdr.ipv4.dstAddr"] = host_ip(1), dst
