@@ -172,7 +172,14 @@ class Blocks:
                     action_vars[an.value] = (av, fn)
             elif prop.data == "entries_prop":
                 spec["entries_const"] = tok(prop, "CONST") is not None
-                spec["const_entries"] = [self.entry(e, scope, spec, action_vars) for e in sub(prop, "entry")]
+                entries = sub(prop, "entry")
+                spec["const_entries"] = [self.entry(e, scope, spec, action_vars) for e in entries]
+                if any("priority" in annotations_of(e) for e in entries):
+                    # p4c-bm2-ss gives each entry its @priority or else its position (from 1),
+                    # and BMv2 lets the smallest number win; tables here let the largest win
+                    for i, (e, spec_e) in enumerate(zip(entries, spec["const_entries"], strict=True)):
+                        bmv2 = anno_int(annotations_of(e), "priority") if "priority" in annotations_of(e) else i + 1
+                        spec_e["priority"] = (1 << 24) - bmv2
             elif prop.data == "simple_prop":
                 pname = tok(prop, "IDENTIFIER")
                 value = prop.children[-1]
@@ -298,6 +305,10 @@ class Blocks:
         av = action_vars[an.value][0]
         args = [a for a in (args_node.children if args_node is not None else [])]
         data = av.data_params
+        # the directional arguments repeat those bound in the actions list; only data varies
+        bound = len([p for p in av.params if p["dir"] is not None])
+        if bound and len(args) == bound + len(data):
+            args = args[bound:]
         args = self.positional(args, [p["name"] for p in data], node)
         if len(args) != len(data):
             raise Fail(node, f"action '{an.value}' takes {len(data)} argument(s), {len(args)} given")
@@ -318,13 +329,10 @@ class Blocks:
         return None
 
     def entry(self, e, scope, spec, action_vars):
-        annos = annotations_of(e)
         prio = None
         pnode = sub1(e, "entry_priority")
         if pnode is not None:
             prio = self.const_int(pnode.children[1], scope)
-        if "priority" in annos:
-            prio = anno_int(annos, "priority")
         ks = [c for c in e.children if isinstance(c, Tree) and c.data not in ("annotations", "entry_priority", "action_ref")][0]
         elems = self.keyset_elems(ks)
         keys = spec["keys"]
@@ -389,7 +397,10 @@ class Blocks:
         index = {name_tok(sub1(s, "name")).value: i for i, s in enumerate(states)}
         if "start" not in index:
             raise Fail(d, f"parser '{t.name}' has no 'start' state")
-        ctx = Ctx("parser", fq)
+        # a sub-parser hands its scalar out/inout parameters back at accept, as controls do
+        outs = [f"p_{p['name']}" for p in params
+                if p["dir"] in ("out", "inout") and not self.is_composite(p["type"])]
+        ctx = Ctx("parser", fq, outs=outs)
         for local in d.children:
             if not isinstance(local, Tree):
                 continue
@@ -422,7 +433,7 @@ class Blocks:
             if not tr:
                 w("raise _Reject(None)")
             elif tr[0].data == "transition":
-                self.goto(name_tok(sub1(tr[0], "name")), index, w)
+                self.goto(name_tok(sub1(tr[0], "name")), index, w, ctx)
             else:
                 self.select(tr[0].children[-1], sscope, w, ctx, index)
             w.dedent()
@@ -431,9 +442,9 @@ class Blocks:
         self.module.extend(w.lines)
         return fn
 
-    def goto(self, n, index, w):
+    def goto(self, n, index, w, ctx):
         if n.value == "accept":
-            w("return")
+            w(f"return ({', '.join(ctx.outs)},)" if ctx.outs else "return")
         elif n.value == "reject":
             w("raise _Reject(None)")
         elif n.value in index:
@@ -467,7 +478,7 @@ class Blocks:
             w(("if " if first else "elif ") + cond + ":")
             first = False
             w.indent()
-            self.goto(name_tok(case.children[1].children[0] if isinstance(case.children[1], Tree) else case.children[1]), index, w)
+            self.goto(name_tok(case.children[1].children[0] if isinstance(case.children[1], Tree) else case.children[1]), index, w, ctx)
             w.dedent()
             if not conds:
                 has_default = True
@@ -477,7 +488,7 @@ class Blocks:
                 w("else:")
                 w.indent()
             # p4c-bm2-ss + BMv2: no matching case ends parsing without an error (not NoMatch)
-            w("return")
+            w(f"return ({', '.join(ctx.outs)},)" if ctx.outs else "return")
             if not first:
                 w.dedent()
 

@@ -316,7 +316,7 @@ class Calls:
             if mv == "isValid":
                 return Ex(f"{base.code}._v", T.BOOL)
             if mv == "setValid" and base.what and base.what.startswith("umember:"):
-                _, parent, field = base.what.split(":")
+                parent, field, _ = base.what[len("umember:"):].rsplit(":", 2)
                 for f, _ in base.obj.fields:
                     if f != field:
                         w(f"{parent}.{attr(f)}._v = False")
@@ -376,29 +376,36 @@ class Calls:
         targs = getattr(bt, "args", [])
         if kind == "packet_in":
             if mv == "extract":
-                h = self.expr(args[0], scope, w, ctx, lvalue=True)
+                if isinstance(args[0], Tree) and args[0].data == "e_dontcare":
+                    # extract<H>(_): read and discard one H, with extract's errors
+                    if targs_node is None:
+                        raise Fail(where, "extract into '_' needs a type argument: extract<H>(_)")
+                    ht = self.resolve_type(targs_node.children[0], scope)
+                    if not isinstance(T.strip(ht), T.HeaderT):
+                        raise Fail(where, f"extract needs a header type, not {ht}")
+                    h = Ex(f"{self.class_of(T.strip(ht))}()", ht)
+                else:
+                    h = self.expr(args[0], scope, w, ctx, lvalue=True)
                 if not isinstance(T.strip(h.type), T.HeaderT):
                     raise Fail(args[0], f"extract needs a header, not {h.type}")
                 has_varbit = any(isinstance(T.strip(ft), T.VarbitT) for _, ft in T.strip(h.type).fields)
-                if len(args) == 2:
-                    if not has_varbit:
-                        raise Fail(where, f"two-argument extract needs a header with a varbit field, not {h.type}")
-                    if h.what and h.what.startswith("next:"):
-                        raise Fail(where, "two-argument extract into a header stack is not supported by p4switch")
-                    size = self.coerce(E(1), T.BitsT(32), args[1])
-                    w(f"{h.code}._extv({base.code}, {size.code})")
-                    return Ex("None", T.VOID)
-                if has_varbit:
+                if len(args) == 2 and not has_varbit:
+                    raise Fail(where, f"two-argument extract needs a header with a varbit field, not {h.type}")
+                if len(args) == 1 and has_varbit:
                     raise Fail(where, f"header {h.type} has a varbit field: use extract(hdr, sizeInBits)")
+                size = self.coerce(E(1), T.BitsT(32), args[1]) if len(args) == 2 else None
+                stack = ""
                 if h.what and h.what.startswith("next:"):
-                    w(f"{h.what[5:]}._ext_next({base.code})")
-                else:
-                    if h.what and h.what.startswith("umember:"):
-                        _, parent, field = h.what.split(":")
-                        for f, _ in h.obj.fields:
-                            if f != field:
-                                w(f"{parent}.{attr(f)}._v = False")
-                    w(f"{h.code}._ext({base.code})")
+                    stack = h.what[5:]
+                elif h.what and h.what.startswith("umember:"):
+                    parent, field, stack = h.what[len("umember:"):].rsplit(":", 2)
+                    for f, _ in h.obj.fields:
+                        if f != field:
+                            w(f"{parent}.{attr(f)}._v = False")
+                w(f"{h.code}._extv({base.code}, {size.code})" if size is not None
+                  else f"{h.code}._ext({base.code})")
+                if stack:
+                    w(f"{stack}.nxt += 1")
                 return Ex("None", T.VOID)
             if mv == "lookahead":
                 if targs_node is None:
@@ -459,8 +466,14 @@ class Calls:
         t = T.strip(h.type)
         if isinstance(t, T.HeaderT):
             w(f"{h.code}._emit({out})")
-        elif isinstance(t, T.StackT):
+        elif isinstance(t, T.StackT) and isinstance(T.strip(t.elem), T.HeaderT):
             w(f"for _e in {h.code}.h: _e._emit({out})")
+        elif isinstance(t, T.StackT):  # a stack of header unions: each element's members
+            e = self.fresh("e")
+            w(f"for {e} in {h.code}.h:")
+            w.indent()
+            self.emit_code(Ex(e, t.elem), out, w, node)
+            w.dedent()
         elif isinstance(t, T.UnionT | T.StructT):
             for f, ft in t.fields:
                 self.emit_code(Ex(f"{h.code}.{attr(f)}", ft), out, w, node)

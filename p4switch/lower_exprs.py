@@ -396,7 +396,9 @@ class Expressions:
             ft = bt.field_types[m.value]
             ex = Ex(f"{base.code}.{attr(m.value)}", ft, lv=base.lv, readonly=base.readonly)
             if isinstance(bt, T.UnionT):
-                ex.what = f"umember:{base.code}:{m.value}"
+                # a member of `stack.next` extracted moves the stack's nextIndex on
+                stack = base.what[5:] if base.what and base.what.startswith("next:") else ""
+                ex.what = f"umember:{base.code}:{m.value}:{stack}"
                 ex.obj = bt
             return ex
         if isinstance(bt, T.StackT):
