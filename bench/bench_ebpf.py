@@ -17,8 +17,7 @@ from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
 from scapy.packet import Raw  # noqa: E402
 
-from collectives.layers import EntropyEcho  # noqa: E402
-from ebpf import Flowsplit, Impair, Reps, Spray  # noqa: E402
+from ebpf import Impair, Pin, Reps, Spray  # noqa: E402
 from ebpf.libbpf import prog_test_run  # noqa: E402
 
 EMPTY = "int empty(struct __sk_buff *skb) { return -1; }"
@@ -32,8 +31,9 @@ def data(psn=0, dqpn=QP, payload=1024) -> bytes:
 
 
 def ack(entropy) -> bytes:
-    return bytes(Ether() / IP(src=PEER, dst="10.0.0.1") / UDP(sport=0xC777, dport=4791) /
-                 BTH(opcode=0x11, dqpn=LOCAL_QP) / AETH() / EntropyEcho(entropy=entropy))
+    """A standard ACK: its UDP source port echoes the acknowledged packet's entropy."""
+    return bytes(Ether() / IP(src=PEER, dst="10.0.0.1") / UDP(sport=entropy, dport=4791) /
+                 BTH(opcode=0x11, dqpn=LOCAL_QP) / AETH())
 
 
 def timed(fd: int, packet: bytes, repeat: int) -> float:
@@ -51,20 +51,20 @@ def main() -> None:
     floor_bpf = BPF(text=EMPTY)
     floor_fd = floor_bpf.load_func(b"empty", BPF.SCHED_CLS).fd
 
-    flowsplit, reps, spray, impair = Flowsplit.load(), Reps.load(), Spray.load(), Impair.load()
-    flowsplit.set_split(PEER, QP, 0, 64, [0xC000 + i for i in range(16)])
+    pin, reps, spray, impair = Pin.load(), Reps.load(), Spray.load(), Impair.load()
+    pin.pin(PEER, QP, 0xC000)
     for qp in range(1, 1000):  # a populated table, as on a busy host
-        flowsplit.set_split(PEER, QP + qp, 0, 64, [0xD000])
-    reps.add_connection(PEER, QP, LOCAL_QP, first_window=0)
+        pin.pin(PEER, QP + qp, 0xD000)
+    reps.add_connection(PEER, QP, LOCAL_QP, "10.0.0.1", first_window=0)
     spray.configure()
     impair.configure(drop=0.0, duplicate=0.0, udp_dport=4791)
     non_roce = bytes(Ether() / IP(dst=PEER) / UDP(sport=1, dport=53) / Raw(b"\0" * 1024))
 
     rows = [
         ("empty tc program (floor)", floor_fd, data(5)),
-        ("flowsplit: split connection", flowsplit.prog_fds["egress"], data(5)),
-        ("flowsplit: unknown connection", flowsplit.prog_fds["egress"], data(5, dqpn=0x999)),
-        ("flowsplit: non-RoCE UDP", flowsplit.prog_fds["egress"], non_roce),
+        ("pin: pinned QP (port + ICRC)", pin.prog_fds["egress"], data(5)),
+        ("pin: unknown connection", pin.prog_fds["egress"], data(5, dqpn=0x999)),
+        ("pin: non-RoCE UDP", pin.prog_fds["egress"], non_roce),
         ("reps egress: data packet", reps.prog_fds["egress"], data(5)),
         ("reps ingress: ECN-free ACK", reps.prog_fds["ingress"], ack(0xC001)),
         ("spray: data packet", spray.prog_fds["egress"], data(5)),
@@ -78,7 +78,7 @@ def main() -> None:
         ns = timed(fd, packet, repeat)
         floor = floor or ns
         print(f"{label:34s} {ns:8.1f} {ns / floor:8.2f} {ns - floor:7.1f}")
-    for prog in (flowsplit, reps, spray, impair):
+    for prog in (pin, reps, spray, impair):
         prog.close()
     floor_bpf.cleanup()
 

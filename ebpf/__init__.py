@@ -1,13 +1,12 @@
 """Host-side eBPF programs (tc clsact) for RoCEv2 entropy control and loss injection."""
-from .flowsplit import Flowsplit, Split, SubflowCounters
 from .impair import Impair, ImpairCounters
+from .pin import Pin, PinEntry
 from .program import EbpfCompileError, EbpfUnavailable, Program
 from .reps import Reps, RepsState
 from .spray import Spray
 from .tc import TcError
 
-PROGRAMS = {"flowsplit": Flowsplit, "reps": Reps, "spray": Spray, "impair": Impair}
+PROGRAMS = {"pin": Pin, "reps": Reps, "spray": Spray, "impair": Impair}
 
-__all__ = ["PROGRAMS", "EbpfCompileError", "EbpfUnavailable", "Flowsplit", "Impair",
-           "ImpairCounters", "Program", "Reps", "RepsState", "Spray", "Split",
-           "SubflowCounters", "TcError"]
+__all__ = ["PROGRAMS", "EbpfCompileError", "EbpfUnavailable", "Impair", "ImpairCounters",
+           "Pin", "PinEntry", "Program", "Reps", "RepsState", "Spray", "TcError"]

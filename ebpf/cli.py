@@ -9,9 +9,9 @@ from __future__ import annotations
 import click
 
 from . import PROGRAMS, EbpfCompileError, EbpfUnavailable, TcError
-from .addr import ip_str
-from .flowsplit import Flowsplit
+from .addr import check_port, check_qp, ip_be, ip_str
 from .impair import Impair
+from .pin import Pin
 from .reps import Reps
 from .spray import Spray
 from .tc import filters
@@ -24,26 +24,25 @@ def _ints(text: str, what: str) -> list[int]:
         raise click.BadParameter(f"{what}: expected integers, got {text!r}") from exc
 
 
-def _split(ctx, param, values):
-    """DST_IP:QP:BASE_PSN:PKTS_PER_SUBFLOW:SPORT[,SPORT...]"""
-    specs = []
-    for value in values:
-        parts = value.split(":")
-        if len(parts) != 5:
-            raise click.BadParameter(f"{value!r} is not DST_IP:QP:BASE_PSN:PKTS:SPORT,...")
-        qp, base, pkts = (_ints(p, "split")[0] for p in parts[1:4])
-        specs.append((parts[0], qp, base, pkts, _ints(parts[4], "source ports")))
-    return specs
-
-
-def _conn(ctx, param, values):
-    """PEER_IP:REMOTE_QP:LOCAL_QP"""
+def _pin(ctx, param, values):
+    """DST_IP:QP:SPORT"""
     specs = []
     for value in values:
         parts = value.split(":")
         if len(parts) != 3:
-            raise click.BadParameter(f"{value!r} is not PEER_IP:REMOTE_QP:LOCAL_QP")
-        specs.append((parts[0], *(_ints(p, "QP")[0] for p in parts[1:])))
+            raise click.BadParameter(f"{value!r} is not DST_IP:QP:SPORT")
+        specs.append((parts[0], *(_ints(p, "pin")[0] for p in parts[1:])))
+    return specs
+
+
+def _conn(ctx, param, values):
+    """PEER_IP:REMOTE_QP:LOCAL_QP:LOCAL_IP"""
+    specs = []
+    for value in values:
+        parts = value.split(":")
+        if len(parts) != 4:
+            raise click.BadParameter(f"{value!r} is not PEER_IP:REMOTE_QP:LOCAL_QP:LOCAL_IP")
+        specs.append((parts[0], *(_ints(p, "QP")[0] for p in parts[1:3]), parts[3]))
     return specs
 
 
@@ -61,8 +60,11 @@ def _port_range(ctx, param, value):
 
 
 def _configure(prog, opts) -> None:
-    if isinstance(prog, Flowsplit):
-        prog.set_splits(opts["split"])
+    if isinstance(prog, Pin):
+        for spec in opts["pin"]:
+            _check_pin(*spec)
+        for spec in opts["pin"]:
+            prog.pin(*spec)
     elif isinstance(prog, Reps):
         ev_base, ev_count = opts["range"] or (0xC000, 0x4000)
         prog.add_connections(opts["conn"], ev_base, ev_count, opts["first_window"])
@@ -77,10 +79,9 @@ def _configure(prog, opts) -> None:
 def _options(fn):
     options = [
         click.option("--netns", default=None, help="network namespace of DEV (default: this one)"),
-        click.option("--split", multiple=True, callback=_split,
-                     help="flowsplit: DST_IP:QP:BASE_PSN:PKTS_PER_SUBFLOW:SPORT,SPORT,..."),
+        click.option("--pin", multiple=True, callback=_pin, help="pin: DST_IP:QP:SPORT"),
         click.option("--conn", multiple=True, callback=_conn,
-                     help="reps: PEER_IP:REMOTE_QP:LOCAL_QP"),
+                     help="reps: PEER_IP:REMOTE_QP:LOCAL_QP:LOCAL_IP"),
         click.option("--range", "range_", callback=_port_range,
                      help="reps/spray: entropy range FIRST-LAST (default 0xC000-0xFFFF)"),
         click.option("--first-window", default=16, show_default=True,
@@ -97,7 +98,7 @@ def _options(fn):
 
 
 OWN_OPTIONS = {
-    "flowsplit": {"split"},
+    "pin": {"pin"},
     "reps": {"conn", "range_", "first_window"},
     "spray": {"range_"},
     "impair": {"drop", "duplicate", "udp_dport", "proto", "seed"},
@@ -177,14 +178,17 @@ def detach(program, dev, netns):
     click.echo(f"detached: {', '.join(removed) or 'nothing'}")
 
 
-def _show_flowsplit(prog: Flowsplit):
-    for s in prog.splits():
-        yield (f"  split to {s.dst_ip} QP {s.dst_qp:#x}: base PSN {s.base_psn:#x}, "
-               f"{s.pkts_per_subflow} packets per sub-flow")
-        c = prog.counters(s.dst_ip, s.dst_qp)
-        for i, port in enumerate(s.sports):
-            yield f"    sub-flow {i:2d} sport {port:5d} pkts {c.pkts[i]:10d} bytes {c.bytes[i]:12d}"
-        yield f"    outside          pkts {c.outside_pkts:10d} bytes {c.outside_bytes:12d}"
+def _check_pin(dst_ip, dst_qp, sport) -> None:
+    """Every pin is checked before any is written."""
+    ip_be(dst_ip)
+    check_qp(dst_qp)
+    check_port(sport, "source port")
+
+
+def _show_pin(prog: Pin):
+    for e in prog.entries():
+        yield (f"  pin to {e.dst_ip} QP {e.dst_qp:#x}: sport {e.sport} (generation "
+               f"{e.generation}); pkts {e.pkts} bytes {e.bytes}")
 
 
 def _show_reps(prog: Reps):
@@ -210,7 +214,7 @@ def _show_impair(prog: Impair):
     yield f"  matched {c.matched} dropped {c.dropped} duplicated {c.duplicated}"
 
 
-SHOW = {Flowsplit: _show_flowsplit, Reps: _show_reps, Spray: _show_spray, Impair: _show_impair}
+SHOW = {Pin: _show_pin, Reps: _show_reps, Spray: _show_spray, Impair: _show_impair}
 
 
 @main.command()

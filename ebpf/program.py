@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
-from . import libbpf, tc
+from . import icrc, libbpf, tc
 from .maps import Map
 
 HERE = Path(__file__).parent
@@ -68,6 +68,22 @@ def compile_source(source: str, functions: list[str], cflags: list[str] | None =
     return bpf, fds
 
 
+def _has_table(bpf, name: str) -> bool:
+    try:
+        bpf.get_table(name.encode())
+    except KeyError:
+        return False
+    return True
+
+
+def _fill_icrc_shift(fd: int) -> None:
+    """The programs that rewrite source ports keep the ICRC valid with this table (icrc.h)."""
+    table = icrc.shift_table()
+    size = len(table) // icrc.SHIFTS
+    for n in range(icrc.SHIFTS):
+        libbpf.map_update(fd, n.to_bytes(4, "little"), table[size * n:size * (n + 1)])
+
+
 class Program:
     """A loaded program: its tc functions (by direction) and its typed maps."""
 
@@ -86,10 +102,13 @@ class Program:
 
     @classmethod
     def load(cls):
-        cflags = [f"-D{name}={value}" for name, value in cls.DEFINES.items()]
+        defines = cls.DEFINES | {"ICRC_SHIFTS": icrc.SHIFTS}
+        cflags = [f"-D{name}={value}" for name, value in defines.items()]
         bpf, fds = compile_source(cls.SOURCE, list(cls.HOOKS.values()), cflags)
         prog_fds = {d: fds[fn] for d, fn in cls.HOOKS.items()}
         map_fds = {name: bpf.get_table(name.encode()).map_fd for name in cls.MAPS}
+        if _has_table(bpf, "icrc_shift"):
+            _fill_icrc_shift(bpf.get_table(b"icrc_shift").map_fd)
         return cls(prog_fds, map_fds, owner=bpf)
 
     @classmethod

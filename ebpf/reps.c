@@ -2,11 +2,13 @@
  *
  * Egress: every data packet of a configured connection gets an entropy (UDP source port):
  * round-robin over the range for the first window, then the oldest entropy in the connection's
- * cache (removed from it), or a random one when the cache is empty.
- * Ingress: an ACK (BTH opcode 0x11) carries, after its AETH, an EntropyEcho with the entropy of
- * the data packet it acknowledges; without the ECE flag that entropy goes back into the cache
- * (the oldest entry makes room when the cache is full); with ECE it is evicted, including any
- * copies still cached. Timeouts are reported by the host agent through the map (see README).
+ * cache (removed from it), or a random one when the cache is empty. The entropy each PSN left
+ * with is kept (`sent_ev`), so a timeout can evict the entropy of the packet that timed out.
+ * Ingress: an ACK (BTH opcode 0x11, a standard one: BTH + AETH + ICRC) carries the entropy of
+ * the data packet it acknowledges in its own UDP source port, and that packet's congestion
+ * mark in the BTH BECN bit. The receiver ACKs every data packet, so every delivered packet's
+ * entropy comes back. Without BECN the entropy goes back into the cache (the oldest entry
+ * makes room when the cache is full); with BECN it is evicted, copies still cached included.
  */
 #include "roce.h"
 #include "sport.h"
@@ -14,11 +16,21 @@
 #ifndef REPS_CACHE
 #define REPS_CACHE 8 /* a power of two: ring indexes are masked */
 #endif
-#define ECHO_FLAG_ECE 0x01
+#ifndef REPS_SENT
+#define REPS_SENT 256 /* entropies remembered by PSN; a power of two >= the send window */
+#endif
 
 struct reps_key {
 	__be32 peer_ip;
-	__u32 qp; /* the remote QP for reps_conns; the local QP for reps_acks */
+	__u32 qp; /* the remote (destination) QP of the data packets */
+};
+
+/* An ACK names the sender's local QP, which is unique only per host: the local address
+ * belongs to the key when several hosts share one map. */
+struct reps_ack_key {
+	__be32 peer_ip;
+	__be32 local_ip;
+	__u32 qp;
 };
 
 struct reps_conn {
@@ -37,27 +49,20 @@ struct reps_conn {
 	__u64 acks_ece;     /* congestion-marked echoes (evicted) */
 	__u64 acks_foreign; /* echoes outside the entropy range (ignored) */
 	__u64 overwritten;  /* cached entropies pushed out by a full cache */
+	__u16 sent_ev[REPS_SENT]; /* entropy of the last packet sent with PSN i (mod REPS_SENT) */
 };
 
-struct entropy_echo {
-	__be16 entropy;
-	__u8 flags;
-	__u8 reserved;
-};
-
-/* Data packets leave towards (peer IP, remote QP); their ACKs come back from the peer
- * addressed to the local QP, hence the second map that leads an ACK to its connection. */
 BPF_HASH(reps_conns, struct reps_key, struct reps_conn, 4096);
-BPF_HASH(reps_acks, struct reps_key, struct reps_key, 4096);
+BPF_HASH(reps_acks, struct reps_ack_key, struct reps_key, 4096);
 
 int reps_egress(struct __sk_buff *skb)
 {
 	struct roce_pkt p = {};
 	struct reps_key key = {};
 	struct reps_conn *c;
-	__u32 rnd, ev;
+	__u32 rnd, ev, n;
 
-	if (roce_parse(skb, &p) < 0 || p.opcode == BTH_OP_ACK || p.opcode == BTH_OP_CNP)
+	if (roce_parse(skb, &p) < 0 || !roce_is_data(&p))
 		return PASS;
 	key.peer_ip = p.daddr;
 	key.qp = p.dqpn;
@@ -83,8 +88,10 @@ int reps_egress(struct __sk_buff *skb)
 		ev = c->ev_base + rnd % c->ev_count;
 		c->n_random++;
 	}
+	c->sent_ev[p.psn & (REPS_SENT - 1)] = ev;
 	bpf_spin_unlock(&c->lock);
-	set_udp_sport(skb, &p, bpf_htons((__u16)ev));
+	n = icrc_after_sport(&p);
+	set_udp_sport(skb, &p, bpf_htons((__u16)ev), icrc_shift.lookup(&n));
 	return PASS;
 }
 
@@ -122,19 +129,17 @@ static __always_inline void cache_purge(struct reps_conn *c, __u16 ev)
 int reps_ingress(struct __sk_buff *skb)
 {
 	struct roce_pkt p = {};
-	struct reps_key key = {};
+	struct reps_ack_key key = {};
 	struct reps_key *conn_key;
 	struct reps_conn *c;
-	struct entropy_echo echo;
 	__u32 ev;
 
 	if (roce_parse(skb, &p) < 0 || p.opcode != BTH_OP_ACK)
 		return PASS;
-	if (p.l4_room < sizeof(struct udphdr) + BTH_LEN + AETH_LEN + sizeof(echo))
-		return PASS;
-	if (bpf_skb_load_bytes(skb, p.bth_off + BTH_LEN + AETH_LEN, &echo, sizeof(echo)) < 0)
-		return PASS;
+	if (p.l4_room < sizeof(struct udphdr) + BTH_LEN + AETH_LEN + 4)
+		return PASS; /* not an ACK: no AETH and ICRC */
 	key.peer_ip = p.saddr;
+	key.local_ip = p.daddr;
 	key.qp = p.dqpn;
 	conn_key = reps_acks.lookup(&key);
 	if (!conn_key)
@@ -142,11 +147,11 @@ int reps_ingress(struct __sk_buff *skb)
 	c = reps_conns.lookup(conn_key);
 	if (!c)
 		return PASS;
-	ev = bpf_ntohs(echo.entropy);
+	ev = bpf_ntohs(p.sport);
 	bpf_spin_lock(&c->lock);
 	if (ev - c->ev_base >= c->ev_count)
 		c->acks_foreign++;
-	else if (echo.flags & ECHO_FLAG_ECE)
+	else if (p.becn)
 		cache_purge(c, ev);
 	else
 		cache_push(c, ev);

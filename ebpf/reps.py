@@ -9,11 +9,17 @@ from .addr import check_qp, check_range, ip_be
 from .program import Program
 
 REPS_CACHE = 8  # a power of two; passed to reps.c
+REPS_SENT = 256  # entropies remembered per PSN (a power of two >= the send window)
 DEFAULT_RANGE = (0xC000, 0x4000)  # RoCEv2 source ports 0xC000-0xFFFF
 
 
 class RepsKey(ctypes.Structure):
     _fields_ = [("peer_ip", ctypes.c_uint32), ("qp", ctypes.c_uint32)]
+
+
+class RepsAckKey(ctypes.Structure):
+    _fields_ = [("peer_ip", ctypes.c_uint32), ("local_ip", ctypes.c_uint32),
+                ("qp", ctypes.c_uint32)]
 
 
 class RepsConn(ctypes.Structure):
@@ -33,6 +39,7 @@ class RepsConn(ctypes.Structure):
         ("acks_ece", ctypes.c_uint64),
         ("acks_foreign", ctypes.c_uint64),
         ("overwritten", ctypes.c_uint64),
+        ("sent_ev", ctypes.c_uint16 * REPS_SENT),
     ]
 
 
@@ -53,28 +60,29 @@ class Reps(Program):
     SOURCE = "reps.c"
     HOOKS = {"egress": "reps_egress", "ingress": "reps_ingress"}
     PRIO = 20
-    DEFINES = {"REPS_CACHE": REPS_CACHE}
-    MAPS = {"reps_conns": (RepsKey, RepsConn, False), "reps_acks": (RepsKey, RepsKey, False)}
+    DEFINES = {"REPS_CACHE": REPS_CACHE, "REPS_SENT": REPS_SENT}
+    MAPS = {"reps_conns": (RepsKey, RepsConn, False), "reps_acks": (RepsAckKey, RepsKey, False)}
 
-    def add_connection(self, peer_ip: str, remote_qp: int, local_qp: int,
+    def add_connection(self, peer_ip: str, remote_qp: int, local_qp: int, local_ip: str,
                        ev_base: int = DEFAULT_RANGE[0], ev_count: int = DEFAULT_RANGE[1],
                        first_window: int = 16) -> None:
         """Data packets to (peer_ip, remote_qp) get entropies in [ev_base, ev_base + ev_count);
-        ACKs from peer_ip to local_qp recycle them. The first `first_window` data packets
-        explore round-robin. Re-adding a connection restarts its state."""
-        self.add_connections([(peer_ip, remote_qp, local_qp)], ev_base, ev_count, first_window)
+        ACKs from peer_ip to (local_ip, local_qp) recycle them. The first `first_window` data
+        packets explore round-robin. Re-adding a connection restarts its state."""
+        self.add_connections([(peer_ip, remote_qp, local_qp, local_ip)], ev_base, ev_count,
+                             first_window)
 
     def add_connections(self, conns, ev_base: int = DEFAULT_RANGE[0],
                         ev_count: int = DEFAULT_RANGE[1], first_window: int = 16) -> None:
-        """Several (peer_ip, remote_qp, local_qp) at once: all are checked before any is
-        written."""
+        """Several (peer_ip, remote_qp, local_qp, local_ip) at once: all are checked before
+        any is written."""
         check_range("first entropy", ev_base, 1, 0xFFFF)
         check_range("entropy count", ev_count, 1, 0x10000 - ev_base)
         check_range("first window", first_window, 0, 0xFFFFFFFF)
         entries = []
-        for peer_ip, remote_qp, local_qp in conns:
+        for peer_ip, remote_qp, local_qp, local_ip in conns:
             key = RepsKey(ip_be(peer_ip), check_qp(remote_qp))
-            entries.append((key, RepsKey(key.peer_ip, check_qp(local_qp))))
+            entries.append((key, RepsAckKey(key.peer_ip, ip_be(local_ip), check_qp(local_qp))))
         for key, ack_key in entries:
             conn = RepsConn(ev_base=ev_base, ev_count=ev_count, first_window=first_window)
             self.maps["reps_conns"].set(key, conn)
@@ -103,11 +111,20 @@ class Reps(Program):
         return RepsState(cache, c.sent, c.n_explore, c.n_recycled, c.n_random, c.acks_good,
                          c.acks_ece, c.acks_foreign, c.overwritten)
 
-    def timeout(self, peer_ip: str, remote_qp: int, entropy: int | None = None) -> None:
-        """A retransmission timeout: evicts `entropy` (every entropy when None) from the cache.
+    def sent_entropy(self, peer_ip: str, remote_qp: int, psn: int) -> int:
+        """The entropy the last packet sent with `psn` left with."""
+        _, c = self._conn(peer_ip, remote_qp)
+        return c.sent_ev[check_range("PSN", psn, 0, 0xFFFFFF) % REPS_SENT]
+
+    def timeout(self, peer_ip: str, remote_qp: int, psn: int | None = None,
+                entropy: int | None = None) -> int | None:
+        """A retransmission timeout of the packet `psn`: evicts the entropy that packet left
+        with (or `entropy`; every entropy when both are None) from the cache; returns it.
         The read-modify-write holds the connection's spin lock for the read and for the write
         (BPF_F_LOCK); a packet handled in between is overwritten by this update."""
         key, c = self._conn(peer_ip, remote_qp)
+        if psn is not None:
+            entropy = c.sent_ev[check_range("PSN", psn, 0, 0xFFFFFF) % REPS_SENT]
         kept = [c.cache[(c.head + i) % REPS_CACHE] for i in range(c.cached)]
         if entropy is not None:
             kept = [ev for ev in kept if ev != entropy]
@@ -118,6 +135,7 @@ class Reps(Program):
         c.head = 0
         c.cached = len(kept)
         libbpf.map_update(self.maps["reps_conns"].fd, bytes(key), bytes(c), libbpf.BPF_F_LOCK)
+        return entropy
 
     def clear(self) -> None:
         self.maps["reps_acks"].clear()

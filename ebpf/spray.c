@@ -1,5 +1,5 @@
 /* spray (tc egress): per-packet spraying, a fresh pseudo-random UDP source port for every
- * RoCEv2 packet, drawn uniformly from [base, base + count). */
+ * RoCEv2 data packet, drawn uniformly from [base, base + count). ACKs and CNPs keep theirs. */
 #include "roce.h"
 #include "sport.h"
 
@@ -22,13 +22,14 @@ int spray_egress(struct __sk_buff *skb)
 	struct roce_pkt p = {};
 	struct spray_cfg *cfg;
 	struct spray_stats *st;
-	__u32 zero = 0, port;
+	__u32 zero = 0, port, n;
 
 	cfg = spray_cfg.lookup(&zero);
-	if (!cfg || cfg->count == 0 || roce_parse(skb, &p) < 0)
+	if (!cfg || cfg->count == 0 || roce_parse(skb, &p) < 0 || !roce_is_data(&p))
 		return PASS;
 	port = cfg->base + bpf_get_prandom_u32() % cfg->count;
-	if (set_udp_sport(skb, &p, bpf_htons((__u16)port)) < 0)
+	n = icrc_after_sport(&p);
+	if (set_udp_sport(skb, &p, bpf_htons((__u16)port), icrc_shift.lookup(&n)) < 0)
 		return PASS;
 	st = spray_stats.lookup(&zero);
 	if (st) {

@@ -22,6 +22,7 @@
 #define BTH_OP_CNP 0x81 /* RoCEv2 congestion notification packet */
 
 #define PSN_MASK 0xFFFFFF
+#define BTH_BECN 0x40 /* in the byte before the destination QP (FECN 0x80, BECN 0x40) */
 
 /* The pass verdict for every program: TC_ACT_UNSPEC lets the next filter on the same hook
  * run (and, with none left, passes the packet), so the programs stack on one interface. */
@@ -37,6 +38,7 @@ struct roce_pkt {
 	__be16 sport;
 	__be16 udp_check;
 	__u8 opcode;
+	__u8 becn;      /* BTH BECN: on an ACK, the acknowledged packet was congestion-marked */
 	__u32 dqpn;     /* host order, 24 bits */
 	__u32 psn;      /* host order, 24 bits */
 	__u32 l4_room;  /* bytes from the UDP header to the end of the IP datagram */
@@ -109,6 +111,7 @@ static __always_inline int roce_parse(struct __sk_buff *skb, struct roce_pkt *p)
 	if (bpf_skb_load_bytes(skb, p->bth_off, &bth, sizeof(bth)) < 0)
 		return -1;
 	p->opcode = bth.opcode;
+	p->becn = !!(bth.resv8 & BTH_BECN);
 	p->dqpn = be24(bth.dqpn);
 	p->psn = be24(bth.psn);
 	return 0;

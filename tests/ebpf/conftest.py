@@ -1,22 +1,22 @@
 """Each program is compiled once per test session; every test starts from empty maps."""
 import pytest
 
-from ebpf.flowsplit import Flowsplit
 from ebpf.impair import Impair
+from ebpf.pin import Pin
 from ebpf.reps import Reps
 from ebpf.spray import Spray
 
 
 @pytest.fixture(scope="session")
-def _flowsplit():
-    with Flowsplit.load() as prog:
+def _pin():
+    with Pin.load() as prog:
         yield prog
 
 
 @pytest.fixture
-def flowsplit(_flowsplit):
-    _flowsplit.clear()
-    return _flowsplit
+def pin(_pin):
+    _pin.clear()
+    return _pin
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,6 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from collectives.layers import EntropyEcho
-
 SRC_IP = "10.0.0.1"
 DST_IP = "10.0.0.2"
 QP = 0x000123
@@ -21,7 +19,8 @@ OP_ACK = 0x11
 def roce(psn: int, dqpn: int = QP, dst: str = DST_IP, src: str = SRC_IP,
          sport: int = QP_SPORT, opcode: int = OP_SEND_MIDDLE, payload: int = 64,
          checksum: bool = True) -> bytes:
-    """An RoCEv2 data frame; `checksum=False` sends it with a zero UDP checksum."""
+    """An RoCEv2 data frame with its ICRC; `checksum=False` sends it with a zero UDP
+    checksum."""
     udp = UDP(sport=sport, dport=4791) if checksum else UDP(sport=sport, dport=4791, chksum=0)
     pkt = (Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src=src, dst=dst) /
            udp / BTH(opcode=opcode, dqpn=dqpn, psn=psn) / Raw(b"\xab" * payload))
@@ -30,11 +29,19 @@ def roce(psn: int, dqpn: int = QP, dst: str = DST_IP, src: str = SRC_IP,
 
 def ack(entropy: int, ece: bool = False, local_qp: int = QP, peer: str = DST_IP,
         me: str = SRC_IP, psn: int = 0) -> bytes:
-    """An ACK from `peer` to this host's QP echoing `entropy` (collectives/README.md, wire format)."""
-    pkt = (Ether() / IP(src=peer, dst=me) / UDP(sport=0xC777, dport=4791) /
-           BTH(opcode=OP_ACK, dqpn=local_qp, psn=psn) / AETH(syndrome=0, msn=1) /
-           EntropyEcho(entropy=entropy, flags=1 if ece else 0))
+    """A standard ACK (BTH + AETH + ICRC) from `peer` to this host's QP: its UDP source port
+    echoes `entropy`, BTH BECN the congestion mark (collectives/README.md, wire format)."""
+    pkt = (Ether() / IP(src=peer, dst=me) / UDP(sport=entropy, dport=4791) /
+           BTH(opcode=OP_ACK, dqpn=local_qp, psn=psn, becn=int(ece)) / AETH(syndrome=0, msn=1))
     return bytes(pkt)
+
+
+def icrc_valid(frame: bytes) -> bool:
+    """Whether the frame's ICRC is the one scapy.contrib.roce computes for it."""
+    pkt = Ether(frame)
+    again = pkt.copy()
+    again[BTH].icrc = None
+    return Ether(bytes(again))[BTH].icrc == pkt[BTH].icrc
 
 
 def udp_offset(frame: bytes) -> int:

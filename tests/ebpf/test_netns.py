@@ -1,4 +1,4 @@
-"""flowsplit, reps, impair and the loader on real interfaces: a sender namespace with a program
+"""pin, reps, impair and the loader on real interfaces: a sender namespace with a program
 attached sends RoCEv2 datagrams to a receiver namespace, which captures what arrives."""
 import socket
 import struct
@@ -10,8 +10,7 @@ import pytest
 from ebpf_packets import AETH, BTH, IP, UDP, Ether, Raw, udp_checksum_field, udp_checksum_valid
 from pyroute2.netns import popns, pushns
 
-from collectives.layers import EntropyEcho
-from ebpf import Flowsplit, Impair, Reps, TcError, tc
+from ebpf import Impair, Pin, Reps, TcError, tc
 
 pytestmark = [pytest.mark.ebpf, pytest.mark.netns]
 
@@ -120,20 +119,18 @@ def receiver(netns_pair):
 
 
 @pytest.fixture
-def flowsplit_on_a(netns_pair):
-    with Flowsplit.load() as prog:
+def pin_on_a(netns_pair):
+    with Pin.load() as prog:
         prog.attach(netns_pair["dev_a"], netns_pair["a"])
         yield prog
 
 
 @pytest.mark.parametrize("mode", ["offload", "zero-checksum", "raw-frames"])
-def test_flowsplit_split_message_arrives_on_configured_ports(netns_pair, receiver,
-                                                             flowsplit_on_a, mode):
+def test_pinned_qp_arrives_on_its_port(netns_pair, receiver, pin_on_a, mode):
     # Configure through the attached program's maps, as the CLI or a host agent would.
-    with Flowsplit.attached(netns_pair["dev_a"], netns_pair["a"]) as agent:
-        split = agent.set_split(netns_pair["ip_b"], QP, base_psn=0xFFFFFA, pkts_per_subflow=3,
-                                sports=[0xC101, 0xC202, 0xC303, 0xC404])
-    psns = [(0xFFFFF8 + i) & 0xFFFFFF for i in range(18)]  # 2 before, 12 split, 4 after
+    with Pin.attached(netns_pair["dev_a"], netns_pair["a"]) as agent:
+        agent.pin(netns_pair["ip_b"], QP, 0xC101)
+    psns = [(0xFFFFF8 + i) & 0xFFFFFF for i in range(18)]
     if mode == "raw-frames":
         send_raw(netns_pair, psns)
     else:
@@ -141,8 +138,7 @@ def test_flowsplit_split_message_arrives_on_configured_ports(netns_pair, receive
 
     got = receiver.datagrams(len(psns))
     assert sorted(p for _, p in got) == sorted(psns)  # the kernel accepted every datagram
-    for sport, psn in got:
-        assert sport == (split.sport_for(psn) or QP_SPORT), hex(psn)
+    assert {sport for sport, _ in got} == {0xC101}
 
     frames = receiver.frames()
     assert len(frames) == len(psns)
@@ -152,16 +148,14 @@ def test_flowsplit_split_message_arrives_on_configured_ports(netns_pair, receive
         elif mode == "raw-frames":
             assert udp_checksum_valid(frame)
 
-    counters = flowsplit_on_a.counters(netns_pair["ip_b"], QP)
-    frame_len = 14 + 20 + 8 + len(bth_payload(0))
-    assert counters.pkts == (3, 3, 3, 3)
-    assert counters.bytes == (3 * frame_len,) * 4
-    assert counters.outside_pkts == 6
+    entry = pin_on_a.get(netns_pair["ip_b"], QP)
+    assert entry.pkts == len(psns)
+    assert entry.bytes == len(psns) * (14 + 20 + 8 + len(bth_payload(0)))
 
 
 def test_attach_replace_detach(netns_pair):
     dev, ns = netns_pair["dev_a"], netns_pair["a"]
-    with Flowsplit.load() as first, Flowsplit.load() as second:
+    with Pin.load() as first, Pin.load() as second:
         first.attach(dev, ns)
         [f1] = tc.filters(dev, ns)
         second.attach(dev, ns)  # replaces in place
@@ -171,21 +165,21 @@ def test_attach_replace_detach(netns_pair):
         with Impair.load() as imp:
             imp.attach(dev, ns, directions=("ingress",))
         kinds = {(f.direction, f.name) for f in tc.filters(dev, ns)}
-        assert kinds == {("egress", "flowsplit_egress"), ("ingress", "impair_ingress")}
+        assert kinds == {("egress", "pin_egress"), ("ingress", "impair_ingress")}
         # The attached instance is the second one: its maps are the ones reached by id.
-        second.set_split(netns_pair["ip_b"], QP, 0, 1, [0xC000])
-        with Flowsplit.attached(dev, ns) as agent:
-            assert [s.sports for s in agent.splits()] == [(0xC000,)]
-    assert Flowsplit.detach(dev, ns)
-    assert not Flowsplit.detach(dev, ns)
+        second.pin(netns_pair["ip_b"], QP, 0xC000)
+        with Pin.attached(dev, ns) as agent:
+            assert [e.sport for e in agent.entries()] == [0xC000]
+    assert Pin.detach(dev, ns)
+    assert not Pin.detach(dev, ns)
     assert Impair.detach(dev, ns)
     assert tc.filters(dev, ns) == []
-    with pytest.raises(TcError, match="no flowsplit program"):
-        Flowsplit.attached(dev, ns)
+    with pytest.raises(TcError, match="no pin program"):
+        Pin.attached(dev, ns)
 
 
 def test_attach_errors(netns_pair):
-    with Flowsplit.load() as prog:
+    with Pin.load() as prog:
         with pytest.raises(TcError, match="no interface 'nope0'"):
             prog.attach("nope0", netns_pair["a"])
         with pytest.raises(TcError, match="does not exist"):
@@ -214,27 +208,26 @@ def test_impair_counts_match_what_arrives(netns_pair, receiver, direction):
 
 
 def test_reps_recycles_echoed_entropies_across_namespaces(netns_pair, receiver):
-    """Data from a (reps attached) to b; b acknowledges with EntropyEcho, marking one echo
-    ECE; the next data packets reuse exactly the unmarked entropies, oldest first."""
-
-
+    """Data from a (reps attached) to b; b acknowledges each packet with a standard ACK whose
+    UDP source port echoes the packet's entropy, marking one with BECN; the next data packets
+    reuse exactly the unmarked entropies, oldest first."""
     base, local_qp = 0xC100, 0x000777
     with Reps.load() as reps:
-        reps.add_connection(netns_pair["ip_b"], QP, local_qp, ev_base=base, ev_count=16,
-                            first_window=4)
+        reps.add_connection(netns_pair["ip_b"], QP, local_qp, netns_pair["ip_a"], ev_base=base,
+                            ev_count=16, first_window=4)
         reps.attach(netns_pair["dev_a"], netns_pair["a"])
         send_udp(netns_pair, range(4))
         first = receiver.datagrams(4)
         assert [s for s, _ in first] == [base, base + 1, base + 2, base + 3]
 
-        with inside(netns_pair["b"]):
-            acker = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        with acker:
-            acker.bind((netns_pair["ip_b"], 0))
-            for sport, psn in first:
-                echo = (BTH(opcode=0x11, dqpn=local_qp, psn=psn, icrc=0) / AETH(msn=psn) /
-                        EntropyEcho(entropy=sport, flags=1 if sport == base + 1 else 0))
-                acker.sendto(bytes(echo), (netns_pair["ip_a"], 4791))
+        for sport, psn in first:
+            with inside(netns_pair["b"]):
+                acker = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            with acker:
+                acker.bind((netns_pair["ip_b"], sport))
+                ack = (BTH(opcode=0x11, dqpn=local_qp, psn=psn, becn=int(sport == base + 1),
+                           icrc=0) / AETH(msn=psn))
+                acker.sendto(bytes(ack), (netns_pair["ip_a"], 4791))
         deadline = time.monotonic() + 2
         while time.monotonic() < deadline:
             state = reps.state(netns_pair["ip_b"], QP)
@@ -250,17 +243,17 @@ def test_reps_recycles_echoed_entropies_across_namespaces(netns_pair, receiver):
         assert reps.state(netns_pair["ip_b"], QP).n_random == 1
 
 
-def test_programs_stack_on_one_hook_in_priority_order(netns_pair, receiver, flowsplit_on_a):
-    """impair (prio 40) after flowsplit (prio 10) on the same egress: flowsplit still sees and
-    rewrites every packet, impair then drops the ones it is told to."""
-    flowsplit_on_a.set_split(netns_pair["ip_b"], QP, base_psn=0, pkts_per_subflow=5,
-                             sports=[0xC111, 0xC222])
+def test_programs_stack_on_one_hook_in_priority_order(netns_pair, receiver, pin_on_a):
+    """impair (prio 40) after pin (prio 10) on the same egress: pin still sees and rewrites
+    every packet, impair then drops the ones it is told to."""
+    pin_on_a.pin(netns_pair["ip_b"], QP, 0xC111)
     with Impair.load() as imp:
         imp.configure(drop=1.0, udp_dport=4791)
         imp.attach(netns_pair["dev_a"], netns_pair["a"])
         send_udp(netns_pair, range(5))
         assert imp.counters().dropped == 5
         imp.configure(drop=0.0, udp_dport=4791)
+        pin_on_a.pin(netns_pair["ip_b"], QP, 0xC222)
         send_udp(netns_pair, range(5, 10))
     assert [s for s, _ in receiver.datagrams(5)] == [0xC222] * 5
-    assert flowsplit_on_a.counters(netns_pair["ip_b"], QP).pkts == (5, 5)
+    assert pin_on_a.get(netns_pair["ip_b"], QP).pkts == 10

@@ -1,6 +1,16 @@
 """REPS: round-robin first window, recycling on ECN-free echoes only, oldest-first reuse."""
 import pytest
-from ebpf_packets import DST_IP, QP, QP_SPORT, ack, roce, sport_of, udp_checksum_valid
+from ebpf_packets import (
+    DST_IP,
+    QP,
+    QP_SPORT,
+    SRC_IP,
+    ack,
+    icrc_valid,
+    roce,
+    sport_of,
+    udp_checksum_valid,
+)
 
 pytestmark = pytest.mark.ebpf
 
@@ -11,7 +21,7 @@ BASE, COUNT = 0xC000, 16
 def send(reps, psn=0):
     out = reps.run(roce(psn), "egress")
     assert out.retval == -1
-    assert udp_checksum_valid(out.data)
+    assert udp_checksum_valid(out.data) and icrc_valid(out.data)
     return sport_of(out.data)
 
 
@@ -23,12 +33,12 @@ def receive(reps, entropy, ece=False, local_qp=LOCAL_QP):
 
 @pytest.fixture
 def conn(reps):
-    reps.add_connection(DST_IP, QP, LOCAL_QP, ev_base=BASE, ev_count=COUNT, first_window=4)
+    reps.add_connection(DST_IP, QP, LOCAL_QP, SRC_IP, ev_base=BASE, ev_count=COUNT, first_window=4)
     return reps
 
 
 def test_first_window_is_round_robin(reps):
-    reps.add_connection(DST_IP, QP, LOCAL_QP, ev_base=BASE, ev_count=3, first_window=7)
+    reps.add_connection(DST_IP, QP, LOCAL_QP, SRC_IP, ev_base=BASE, ev_count=3, first_window=7)
     assert [send(reps, psn) for psn in range(7)] == [BASE, BASE + 1, BASE + 2] * 2 + [BASE]
     assert reps.state(DST_IP, QP).n_explore == 7
 
@@ -97,31 +107,53 @@ def test_acks_on_egress_and_other_connections_untouched(conn):
     assert sport_of(conn.run(roce(0), "egress").data) != QP_SPORT
 
 
-def test_timeout_evicts(conn):
-    for ev in (BASE, BASE + 1, BASE + 2):
-        receive(conn, ev)
-    conn.timeout(DST_IP, QP, BASE + 1)
-    assert conn.state(DST_IP, QP).cache == (BASE, BASE + 2)
+def test_timeout_evicts_the_entropy_of_the_packet_that_timed_out(conn):
+    sent = {psn: send(conn, psn) for psn in range(100, 104)}  # the first window: BASE..BASE+3
+    for ev in sent.values():
+        receive(conn, ev)  # all four come back ...
+    assert conn.state(DST_IP, QP).cache == tuple(sent.values())
+    # ... then PSN 102 times out (its retransmission was lost, say): only its entropy goes
+    assert conn.sent_entropy(DST_IP, QP, 102) == sent[102]
+    assert conn.timeout(DST_IP, QP, psn=102) == sent[102]
+    assert conn.state(DST_IP, QP).cache == (sent[100], sent[101], sent[103])
+    # a packet sent again with a PSN takes that PSN's slot: its entropy is the one evicted
+    resent = send(conn, 101)
+    assert conn.timeout(DST_IP, QP, psn=101) == resent
+    assert resent not in conn.state(DST_IP, QP).cache
     conn.timeout(DST_IP, QP)
     assert conn.state(DST_IP, QP).cache == ()
 
 
-def test_truncated_ack_ignored(conn):
+def test_recycling_rate_without_congestion(conn):
+    """Every packet acknowledged unmarked: after the first window at least 90% of the packets
+    reuse a cached entropy (REFERENCES.md: REPS recycles, it does not re-randomise)."""
+    inflight = []
+    for psn in range(2000):
+        inflight.append(send(conn, psn))
+        if len(inflight) > 8:  # an ACK per packet, one window behind
+            receive(conn, inflight.pop(0))
+    st = conn.state(DST_IP, QP)
+    after_first = st.n_recycled + st.n_random
+    assert after_first == 2000 - 4
+    assert st.n_recycled / after_first >= 0.9, st
+
+
+def test_ack_without_aeth_ignored_and_acks_unchanged(conn):
     frame = ack(BASE)
-    short = frame[:-6]  # echo cut off
-    fixed = bytearray(short)  # lengths made consistent with the cut
+    short = frame[:-8]  # AETH and ICRC cut off, lengths made consistent with the cut
+    fixed = bytearray(short)
     fixed[16:18] = (len(short) - 14).to_bytes(2, "big")
     fixed[38:40] = (len(short) - 34).to_bytes(2, "big")
     fixed[40:42] = b"\0\0"
-    for f in (short, bytes(fixed)):
-        assert conn.run(f, "ingress").data == f
+    assert conn.run(bytes(fixed), "ingress").data == bytes(fixed)
     assert conn.state(DST_IP, QP).cache == ()
+    assert icrc_valid(frame)
 
 
 def test_bad_configuration_rejected(reps):
     with pytest.raises(ValueError, match="entropy count"):
-        reps.add_connection(DST_IP, QP, LOCAL_QP, ev_base=0xFFF0, ev_count=0x20)
+        reps.add_connection(DST_IP, QP, LOCAL_QP, SRC_IP, ev_base=0xFFF0, ev_count=0x20)
     with pytest.raises(ValueError, match="QP"):
-        reps.add_connection(DST_IP, QP, 1 << 24)
+        reps.add_connection(DST_IP, QP, 1 << 24, SRC_IP)
     with pytest.raises(KeyError):
         reps.state(DST_IP, QP)

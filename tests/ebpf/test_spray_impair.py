@@ -5,7 +5,17 @@ import os
 from collections import Counter
 
 import pytest
-from ebpf_packets import DST_IP, IP, UDP, Ether, Raw, roce, sport_of, udp_checksum_valid
+from ebpf_packets import (
+    DST_IP,
+    IP,
+    UDP,
+    Ether,
+    Raw,
+    icrc_valid,
+    roce,
+    sport_of,
+    udp_checksum_valid,
+)
 
 pytestmark = pytest.mark.ebpf
 
@@ -27,7 +37,7 @@ def test_spray_uniform_in_range(spray):
 def test_spray_keeps_checksum_and_skips_other_traffic(spray):
     spray.configure(base=0xF000, count=0x1000)
     out = spray.run(roce(5)).data
-    assert 0xF000 <= sport_of(out) <= 0xFFFF and udp_checksum_valid(out)
+    assert 0xF000 <= sport_of(out) <= 0xFFFF and udp_checksum_valid(out) and icrc_valid(out)
     other = bytes(Ether() / IP(dst=DST_IP) / UDP(sport=1234, dport=53) / Raw(b"x" * 30))
     assert spray.run(other).data == other
     assert spray.run(roce(5)[:40]).data == roce(5)[:40]
