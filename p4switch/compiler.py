@@ -31,6 +31,7 @@ class Compiler(Declarations, Blocks, Expressions, Calls, V1Model):
         self.error_t = T.ErrorT()
         self.match_kinds: set[str] = set()
         self.counter = 0
+        self.direct_instances: dict = {}  # fq name -> Var of a `C.apply()` instance
 
     # ---------------------------------------------------------- utilities
     def fresh(self, base="t"):

@@ -34,6 +34,14 @@ class Blocks:
             raise Fail(where if where is not None else t.decl,
                        f"'{t.name}' takes {len(params)} constructor argument(s), {len(args)} given")
         for p, a in zip(params, args, strict=True):
+            pt = T.strip(p["type"])
+            if isinstance(pt, T.ObjT) and pt.kind in ("control_type", "control", "parser_type", "parser"):
+                # a parser or control instance handed to a constructor: the parameter names it
+                inst = self.name_expr(a, arg_scope or self.g) if isinstance(a, Tree) and a.data == "e_name" else None
+                if inst is None or inst.what not in ("subcontrol", "subparser") or not inst.obj.code:
+                    raise Fail(a, f"constructor parameter '{p['name']}' needs a {pt.kind.split('_')[0]} instance")
+                scope.declare(p["tok"], inst.obj)
+                continue
             ex = self.coerce(self.expr(a, arg_scope or self.g, Writer(), Ctx("const"), p["type"]), p["type"], a)
             if ex.const is None:
                 raise Fail(a, "p4switch needs constructor arguments that are compile-time constants")

@@ -7,6 +7,7 @@ from . import types as T
 from .ir import (
     Ex,
     Fail,
+    Var,
     Writer,
     attr,
     name_tok,
@@ -46,6 +47,8 @@ class Calls:
 
     def call(self, callee, args_node, targs_node, scope, w, ctx, where):
         args = self.args_of(args_node)
+        if isinstance(callee, Tree) and callee.data == "e_type_member":
+            return self.direct_apply(callee, args, scope, w, ctx, where)
         if isinstance(callee, Tree) and callee.data == "e_member":
             base_node = callee.children[0]
             m = name_tok(callee.children[1])
@@ -64,6 +67,27 @@ class Calls:
         if var.kind == "extern_fn":
             return self.call_extern_fn(var, args, targs_node, scope, w, ctx, where)
         raise Fail(name, f"'{name.value}' cannot be called")
+
+    def direct_apply(self, callee, args, scope, w, ctx, where):
+        """`C.apply(args)` on a control or parser type without constructor parameters: p4c
+        instantiates C in place under the name C (one instance per enclosing block)."""
+        tn = callee.children[0].children[-1]
+        m = name_tok(callee.children[1])
+        var = scope.lookup(tn.value)
+        t = var.type if var is not None and var.kind == "type" else None
+        if not isinstance(t, T.ObjT) or t.kind not in ("control", "parser") or m.value != "apply":
+            raise Fail(callee, f"'{tn.value}.{m.value}' cannot be called")
+        if (t.kind == "parser") != (ctx.kind == "parser"):
+            raise Fail(callee, f"a {t.kind} cannot be applied inside a {ctx.kind}")
+        fq = f"{ctx.fq}.{t.name}"
+        inst = self.direct_instances.get(fq)
+        if inst is None:
+            make = self.instantiate_control if t.kind == "control" else self.instantiate_parser
+            inst = Var("sub" + t.kind, t.name, t, None, decl=(t, []))
+            inst.code = make(t, fq, [], scope, callee)
+            self.direct_instances[fq] = inst
+        base = Ex(inst.code, t, obj=inst, what=inst.kind)
+        return self.method(base, callee, m, args, None, scope, w, ctx, where)
 
     def positional(self, args, names, where, defaults=None):
         """Arguments in parameter order; `f(b = 1, a = 2)` names every argument or none; missing
@@ -292,20 +316,32 @@ class Calls:
         if t is T.INT:
             raise Fail(node, "integer literals in field lists need a width (write e.g. 8w0)")
         if isinstance(t, T.VarbitT):
-            raise Fail(node, "varbit fields cannot be part of a field list in p4switch")
+            # as wide as the header's current varbit length (`_L_<field>` beside the field)
+            owner, _, field = ex.code.rpartition(".")
+            if not owner:
+                raise Fail(node, "a varbit value in a field list must be a header field")
+            return [(ex.code, f"{owner}._L_{field}")]
         raise Fail(node, f"a value of type {ex.type} cannot be part of a field list")
 
     def pack(self, ex, node):
         parts = self.flat_bits(ex, node)
-        total = sum(wd for _, wd in parts)
         if not parts:
             return "b''"
-        shift = total
-        terms = []
-        for code, wd in parts:
-            shift -= wd
-            terms.append(f"({code}) << {shift}" if shift else f"({code})")
-        return f"_bytes({' | '.join(terms)}, {total})"
+        total = sum(wd for _, wd in parts if isinstance(wd, int))
+        if all(isinstance(wd, int) for _, wd in parts):
+            shift = total
+            terms = []
+            for code, wd in parts:
+                shift -= wd
+                terms.append(f"({code}) << {shift}" if shift else f"({code})")
+            return f"_bytes({' | '.join(terms)}, {total})"
+        # varbit widths are known at run time only: shift the accumulated value field by field
+        acc = f"({parts[0][0]})"
+        for code, wd in parts[1:]:
+            acc = f"(({acc} << {wd}) | ({code}))"
+        fixed = sum(wd for _, wd in parts if isinstance(wd, int))
+        total = " + ".join([str(fixed)] + [wd for _, wd in parts if not isinstance(wd, int)])
+        return f"_bytes({acc}, {total})"
 
     def method(self, base, base_node, m, args, targs_node, scope, w, ctx, where):
         bt = T.strip(base.type) if base.type is not None else None

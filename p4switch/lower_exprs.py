@@ -149,7 +149,7 @@ class Expressions:
 
     def store(self, target, value_code, w):
         if target.what and target.what.startswith("slice:"):
-            _, base, hi, lo = target.what.split(":", 3)
+            base, hi, lo = target.what[len("slice:"):].rsplit(":", 2)
             hi, lo = int(hi), int(lo)
             m = ((1 << (hi - lo + 1)) - 1) << lo
             bt = target.obj
@@ -238,8 +238,12 @@ class Expressions:
             if base.const is not None:
                 v = (base.const >> lo) & t.mask
                 return Ex(repr(v), t, const=v)
+            root, root_t, off = base.code, bt, 0
+            if base.what and base.what.startswith("slice:"):  # a slice of a slice writes the root
+                root, _, rlo = base.what[len("slice:"):].rsplit(":", 2)
+                root_t, off = base.obj, int(rlo)
             return Ex(f"(({base.code} >> {lo}) & {t.mask:#x})", t, lv=base.lv, readonly=base.readonly,
-                      what=f"slice:{base.code}:{hi}:{lo}", obj=bt)
+                      what=f"slice:{root}:{hi + off}:{lo + off}", obj=root_t)
         if d == "e_type_member":
             tn = node.children[0].children[-1]
             var = scope.lookup(tn.value)
