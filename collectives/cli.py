@@ -59,14 +59,19 @@ def main() -> None:
 @click.option("--rate-gbps", type=click.FloatRange(0), default=0.0,
               help="Pacing rate per QP (0: unpaced).")
 @click.option("--repeat", type=click.IntRange(1), default=1, show_default=True)
-@click.option("--aggregator", help="NetReduce: the job's aggregator IP.")
-@click.option("--slots", type=click.IntRange(1, 0xFFFF), default=16, show_default=True)
+@click.option("--aggregator", help="switchml, netreduce: the job's aggregator IP.")
+@click.option("--job-id", type=click.IntRange(1, 0xFFFF), default=1, show_default=True,
+              help="switchml, netreduce: the job id fabricctl gave.")
+@click.option("--slots", type=click.IntRange(1, 0xFFFF), default=16, show_default=True,
+              help="switchml: slots of the job.")
+@click.option("--credits", type=click.IntRange(1, 128), default=8, show_default=True,
+              help="netreduce: messages in flight (the job's credits).")
 @click.option("--group", help="Multicast group for --algo multicast.")
 @click.option("--port", type=click.IntRange(1, 65535), default=18515, show_default=True,
               help="TCP rendezvous port on rank 0.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Append result JSON lines here.")
 def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy, qps, reliability, mtu, window,
-        rate_gbps, repeat, aggregator, slots, group, port, out):
+        rate_gbps, repeat, aggregator, job_id, slots, credits, group, port, out):
     """Run one collective on every rank and print the summary table."""
     ip_list, ns_list = _split(ips), _split(namespaces)
     if topology and not ip_list:
@@ -81,10 +86,11 @@ def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy,
                                  f"{sorted(a for c, a in ALGORITHMS if c == collective)}",
                                  param_hint="--algo")
     options = {}
-    if algo == "netreduce":
+    if algo in ("switchml", "netreduce"):
         if not aggregator:
-            raise click.BadParameter("NetReduce needs --aggregator", param_hint="--aggregator")
-        options = {"aggregator": aggregator, "slots": slots}
+            raise click.BadParameter(f"{algo} needs --aggregator", param_hint="--aggregator")
+        options = {"aggregator": aggregator, "job_id": job_id}
+        options |= {"slots": slots} if algo == "switchml" else {"credits": credits}
     if algo == "multicast" and group:
         options = {"group": group}
     elements = parse_size(size) // 4

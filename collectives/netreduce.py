@@ -1,135 +1,186 @@
-"""NetReduce / SwitchML-style in-network all-reduce, the worker (host) side.
+"""NetReduce all-reduce (Liu et al., ASPLOS'23), the worker side: aggregation inside ordinary
+RoCE reliable connections.
 
-The vector is cut into chunks of 32 int32 values. Chunk g (numbered across calls) goes to
-aggregator slot `slot_base + g % slots` in version `(g // slots) % 2` (the slot's two sets), carried in the
-Aggregation header (BTH opcode 0xC0, p4src/README.md) to the aggregator's IP. The switch sums
-the workers' chunks and returns the sum with flag RESULT to every worker. Flow control is by
-credits: one chunk in flight per slot; the result of chunk g frees its slot for chunk
-g + slots (the other version, so a late retransmission of g still finds its kept result).
-A chunk without result after `rto` is sent again; the switch answers duplicates idempotently.
-float32: per chunk, all workers agree on the largest exponent e (a small Allgather over the
-RC transport) and send round(x * 2^(30 - ceil(log2 N) - e)), so the int32 sum cannot overflow.
+Each worker keeps one RC connection (QP index = job id & 0xFF) with its aggregator, the
+address of its leaf (`fabricctl job create` says which). It writes its vector as RDMA WRITE
+messages of MSG_PKTS packets of 256 bytes (64 int32, the path MTU of that QP); only the
+first packet of a message carries metadata, in its RETH as a RoCE NIC would accept it:
+`rkey` = the job id (the aggregator's memory key for the job), `va` = 256 x the packet
+number of that first packet on the connection (its address in the job's buffer). The switch
+learns from it the connection's anchor PSN and maps every later packet by (QP, PSN) to a
+slot (p4src/README.md, "NetReduce").
+
+The sum comes back as RDMA WRITE ONLY packets on the reverse direction of the same
+connection: PSN = packet number (the aggregator's initial PSN is 0), RETH va = 256 x packet
+number, rkey = job id. The worker acknowledges them like any RC responder (go-back-N: in
+order, a NAK at the first gap); the switch turns that ACK into the ACK of the worker's own
+contributions up to the same packet. So loss of a contribution, a result or an ACK ends in
+the worker's go-back-N retransmission, which the switch answers from the kept sum.
+
+Credits: one credit = one message (MSG_PKTS slots on each switch of the job); a worker has
+at most `credits` messages outstanding and posts message m + credits only once it holds all
+of message m's result. The switch refuses a new message beyond the job's credits (register
+nr_credit), so a misbehaving worker cannot take another job's slots.
+
+float32: SwitchML's per-block exponent. For each 64-value block the workers agree (a ring
+Allgather of one int16 per block) on e = the largest binary exponent of the block among
+all workers (max |x| < 2^e) and send round(x * 2^s), s = 30 - ceil(log2 N) - e. The integer
+sum cannot overflow (|sum| < N 2^(e+s) <= 2^30) and each element of the result is within
+N * 2^-(s+1) = N * 2^(e + ceil(log2 N) - 31) of the exact sum, plus float32 rounding of the
+result (see `float_error_bound`).
 """
 from __future__ import annotations
 
 import socket
 import time
+from collections import deque
 
 import numpy as np
 
 from . import algorithms, wire
 from .comm import Communicator
-from .entropy import derived_sport
+from .transport import KIND_ACK, KIND_DATA, RecvQP, SendOp
 
-K = wire.AGG_VALUES
+VALUES = 64                  # int32 per packet
+PKT_BYTES = 4 * VALUES       # 256 B, the smallest IBTA MTU
+MSG_PKTS = 4                 # packets per message (p4src: NR_MSG_SHIFT)
+MSG_BYTES = MSG_PKTS * PKT_BYTES
+DEFAULT_CREDITS = 8
 
 
-def chunk_shifts(comm: Communicator, x: np.ndarray, chunks: int) -> np.ndarray:
-    """Per-chunk power-of-two scale shared by all workers (float32 only)."""
-    padded = np.zeros(chunks * K, dtype=np.float32)
+def qp_index(job_id: int) -> int:
+    return job_id & 0xFF
+
+
+def aggregator_qpns(rank: int, job_id: int) -> tuple[int, int]:
+    """The aggregator-side QP numbers of worker `rank`'s connection: where its contributions
+    go, and where its ACKs of results go (the transport's data/ACK QPN split)."""
+    idx = qp_index(job_id)
+    return KIND_DATA << 20 | rank << 8 | idx, KIND_ACK << 20 | rank << 8 | idx
+
+
+def worker_qpns(workers: int, job_id: int) -> tuple[int, int]:
+    """The worker-side QP numbers: where results arrive, and where the ACKs of its
+    contributions arrive. The aggregator is peer number `workers` of every worker."""
+    idx = qp_index(job_id)
+    return KIND_DATA << 20 | workers << 8 | idx, KIND_ACK << 20 | workers << 8 | idx
+
+
+def block_shifts(comm: Communicator, x: np.ndarray, blocks: int) -> np.ndarray:
+    """Per-block power-of-two scale shared by all workers (float32 only)."""
+    padded = np.zeros(blocks * VALUES, dtype=np.float32)
     padded[:len(x)] = x
-    _, exp = np.frexp(np.abs(padded).reshape(chunks, K).max(axis=1))
-    everyone = algorithms.allgather_ring(comm, exp.astype(np.int16)).reshape(comm.size, chunks)
-    bits = max(1, (comm.size - 1).bit_length())
-    return (30 - bits - everyone.max(axis=0)).astype(np.int64)
+    _, exp = np.frexp(np.abs(padded).reshape(blocks, VALUES).max(axis=1))
+    everyone = algorithms.allgather_ring(comm, exp.astype(np.int16)).reshape(comm.size, blocks)
+    return shifts_for(everyone.max(axis=0), comm.size)
 
 
-def encode(job_id: int, slot: int, seq: int, worker: int, workers: int, flags: int,
-           values: np.ndarray) -> bytes:
-    """BTH + Aggregation header + 32 big-endian int32 (ICRC is added by the frame)."""
-    return (wire.bth(wire.AGGREGATION, job_id, seq & wire.PSN_MASK)
-            + wire.AGG_HDR.pack(job_id, slot, seq, worker, workers, flags, 0)
-            + values.astype(">i4").tobytes())
+def shifts_for(max_exponent: np.ndarray, workers: int) -> np.ndarray:
+    bits = max(1, (workers - 1).bit_length())
+    return (30 - bits - max_exponent).astype(np.int64)
 
 
-def decode(data) -> tuple[int, int, int, int, int, int, np.ndarray]:
-    """(job_id, slot, chunk_seq, worker_id, num_workers, flags, values) of a UDP payload."""
-    if len(data) < 12 + wire.AGG_HDR.size + 4 * K + 4:
-        raise wire.WireError("aggregation packet too short")
-    fields = wire.AGG_HDR.unpack_from(data, 12)
-    values = np.frombuffer(data, dtype=">i4", count=K, offset=12 + wire.AGG_HDR.size)
-    return (*fields[:6], values.astype(np.int32))
+def float_error_bound(x_sum_abs_max_exp: np.ndarray, workers: int) -> np.ndarray:
+    """The bound on |result - exact sum| per block from the integer rounding alone, for the
+    blocks' agreed exponents e: N * 2^-(s+1) with s from `shifts_for`."""
+    return workers * np.ldexp(1.0, -(shifts_for(x_sum_abs_max_exp, workers) + 1))
+
+
+def _attach_aggregator(comm: Communicator, aggregator: str) -> int:
+    """The aggregator becomes peer number `size` of the endpoint (QPs address peers by
+    index); a later call with another aggregator re-points that peer."""
+    ep, n = comm.ep, comm.size
+    addr = socket.inet_aton(aggregator)
+    if len(ep.peers) == n:
+        ep.peers.append(aggregator)
+        ep.control[n] = deque()
+    elif ep.peers[n] != aggregator:
+        ep.by_ip.pop(socket.inet_aton(ep.peers[n]), None)
+        ep.peers[n] = aggregator
+        for qp in [*ep.sendqps.values(), *ep.recvqps.values()]:
+            if qp.peer == n:
+                qp.dst = addr
+    ep.by_ip[addr] = n
+    return n
 
 
 def allreduce_netreduce(comm: Communicator, x: np.ndarray, aggregator: str, job_id: int = 1,
-                        slots: int = 16, slot_base: int = 0, group: str | None = None,
-                        rto: float = 0.02) -> np.ndarray:
-    if not 1 <= slots <= 0xFFFF or slot_base + slots > 0x10000:
-        raise ValueError(f"slots {slot_base}..{slot_base + slots - 1} do not fit a u16")
+                        credits: int = DEFAULT_CREDITS) -> np.ndarray:
     if x.dtype not in (np.int32, np.float32):
         raise ValueError(f"NetReduce sums int32 or float32, not {x.dtype}")
-    chunks = max(1, -(-len(x) // K))
+    if not 1 <= job_id <= 0xFFFF:
+        raise ValueError(f"job_id must be 1..65535, not {job_id}")
+    if credits < 1 or credits & (credits - 1):
+        raise ValueError(f"credits must be a power of two, not {credits}")
+    msgs = max(1, -(-len(x) // (MSG_PKTS * VALUES)))
+    pkts = msgs * MSG_PKTS
     if x.dtype == np.float32:
-        shifts = chunk_shifts(comm, x, chunks)
-        ints = np.zeros(chunks * K, dtype=np.int64)
-        ints[:len(x)] = np.rint(np.ldexp(x.astype(np.float64), np.repeat(shifts, K)[:len(x)]))
-        ints = ints.astype(np.int32)
+        shifts = block_shifts(comm, x, pkts)
+        ints64 = np.zeros(pkts * VALUES, dtype=np.int64)
+        ints64[:len(x)] = np.rint(np.ldexp(x.astype(np.float64),
+                                           np.repeat(shifts, VALUES)[:len(x)]))
+        ints = ints64.astype(np.int32)
     else:
-        ints = np.zeros(chunks * K, dtype=np.int32)
+        ints = np.zeros(pkts * VALUES, dtype=np.int32)
         ints[:len(x)] = x
-    ints = ints.reshape(chunks, K)
-    result = np.zeros((chunks, K), dtype=np.int32)
+    data = ints.astype(">i4").tobytes()
+    result = np.zeros((pkts, VALUES), dtype=np.int32)
+    have = np.zeros(pkts, dtype=bool)
+
     ep = comm.ep
-    if group:
-        ep.join(group)
-    agg = socket.inet_aton(aggregator)
-    sport = derived_sport("netreduce", job_id, comm.rank)
-    me, n = comm.rank, comm.size
-    # Chunk numbers continue across calls, so a new call never meets the kept result of an
-    # earlier one in the same slot and version.
+    peer = _attach_aggregator(comm, aggregator)
+    idx = qp_index(job_id)
+    sqp = ep.sendqp(peer, idx)
+    sqp.mtu = PKT_BYTES
+    result_qpn = KIND_DATA << 20 | peer << 8 | idx
+    rqp = ep.recvqps.get(result_qpn)
+    if rqp is None:
+        rqp = ep.recvqps[result_qpn] = RecvQP(ep, peer, idx)
+        rqp.expected = 0          # the aggregator starts every connection's results at PSN 0
+    # Packet numbers continue over the calls on this connection: the first packet of this
+    # call is packet `base`, and the PSN of packet g is the connection's initial PSN + g.
     base = comm.counters.get(("netreduce", job_id), 0)
-    comm.counters["netreduce", job_id] = (base + chunks) & 0xFFFFFFFF
-    inflight: dict[int, tuple[int, float]] = {}     # slot -> (chunk, last sent)
-    done = np.zeros(chunks, dtype=bool)
-    state = {"dups": 0}
+    comm.counters["netreduce", job_id] = base + pkts
+    mask = wire.PSN_MASK
 
-    def send(c: int, now: float, again: bool = False) -> None:
-        g = base + c
-        slot = slot_base + g % slots
-        flags = wire.AGG_FLAG_VERSION if (g // slots) & 1 else 0
-        ep.send_frame(agg, sport, encode(job_id, slot, g & 0xFFFFFFFF, me, n, flags, ints[c]),
-                      wire.ECN_ECT0 if ep.cfg.ecn else 0)
-        inflight[slot] = (c, now)
-        if again:
-            ep.stats.retransmitted += 1
+    def place(src: int, msg_id: int, offset: int, body) -> None:
+        if src != peer or msg_id != job_id:
+            return place_other(src, msg_id, offset, body)
+        k = ((offset // PKT_BYTES) - base) & mask
+        if k < pkts and len(body) == PKT_BYTES and not have[k]:
+            result[k] = np.frombuffer(body, dtype=">i4")
+            have[k] = True
 
-    def on_result(data, _addr, _tos, now) -> None:
-        job, slot, g, _w, _n, flags, values = decode(data)
-        if job != job_id or not flags & wire.AGG_FLAG_RESULT:
-            return
-        seq = (g - base) & 0xFFFFFFFF
-        if seq >= chunks or done[seq]:
-            state["dups"] += 1
-            return
-        result[seq] = values
-        done[seq] = True
-        if inflight.get(slot, (None,))[0] == seq:
-            # the freed slot takes its own next chunk (results may come out of order)
-            del inflight[slot]
-            if seq + slots < chunks:
-                send(seq + slots, now)
+    # Results are placed by RETH address like any RDMA WRITE; this call owns the job's buffer.
+    place_other = ep.place
+    ep.place = place
+    posted = 0
 
-    ep.handlers[wire.AGGREGATION] = on_result
+    def post(m: int) -> None:
+        va = (base + m * MSG_PKTS) * PKT_BYTES
+        ep.post_write(peer, idx, job_id, va, memoryview(data)[m * MSG_BYTES:(m + 1) * MSG_BYTES],
+                      SendOp(1))
+
     try:
-        now = time.monotonic()
-        for c in range(min(slots, chunks)):
-            send(c, now)
-        deadline = now + comm.cfg.timeout
-        while not done.all():
-            now = time.monotonic()
-            if now > deadline:
-                raise TimeoutError(f"rank {me}: no aggregation result from {aggregator} for "
-                                   f"{int((~done).sum())} chunks (in flight: "
-                                   f"{sorted((s, base + c) for s, (c, _) in inflight.items())})")
-            for _slot, (c, sent) in list(inflight.items()):
-                if now - sent > rto:
-                    ep.stats.timeouts += 1
-                    send(c, now, again=True)
-            ep.progress(min(rto / 4, 0.005))
+        deadline = time.monotonic() + comm.cfg.timeout
+        while not have.all():
+            # A credit returns when the whole result of the message `credits` back is here.
+            while posted < msgs and (posted < credits or
+                                     have[(posted - credits) * MSG_PKTS:
+                                          (posted - credits + 1) * MSG_PKTS].all()):
+                post(posted)
+                posted += 1
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"rank {comm.rank}: NetReduce job {job_id} at {aggregator}: "
+                                   f"{int((~have).sum())} of {pkts} result packets missing")
+            ep.progress(0.002)
+        # The last ACKs (of contributions) arrive after the results: let the QP drain so
+        # the next call starts with nothing in flight.
+        ep.progress_until(lambda: not sqp.busy(), comm.cfg.timeout, "the aggregator's ACKs")
     finally:
-        ep.handlers.pop(wire.AGGREGATION, None)
-    ep.stats.duplicates += state["dups"]
+        ep.place = place_other
     flat = result.reshape(-1)[:len(x)]
     if x.dtype == np.float32:
-        return np.ldexp(flat.astype(np.float64), -np.repeat(shifts, K)[:len(x)]).astype(np.float32)
+        return np.ldexp(flat.astype(np.float64),
+                        -np.repeat(shifts, VALUES)[:len(x)]).astype(np.float32)
     return flat.copy()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import algorithms, mcast, netreduce
+from . import algorithms, mcast, netreduce, switchml
 from .comm import CommConfig, Communicator
 from .results import write_jsonl
 from .transport import TransportConfig
@@ -26,6 +26,7 @@ ALGORITHMS = {
     ("allgather", "ring"): algorithms.allgather_ring,
     ("alltoall", "direct"): algorithms.alltoall,
     ("allgather", "multicast"): mcast.allgather_multicast,
+    ("allreduce", "switchml"): switchml.allreduce_switchml,
     ("allreduce", "netreduce"): netreduce.allreduce_netreduce,
 }
 

@@ -135,6 +135,7 @@ class SendQP:
         self.last_cnp = 0.0
         self.next_tx = 0.0
         self.sr_retx: dict[int, float] = {}
+        self.mtu = ep.cfg.mtu                    # the QP's path MTU (an IBTA MTU)
 
     # ---- queueing -----------------------------------------------------------------------
     def post(self, write: bool, data: memoryview, op: SendOp, msg_id: int = 0, offset: int = 0):
@@ -145,7 +146,7 @@ class SendQP:
             return None
         item = self.queue[0]
         write, data, pos, op, msg_id, offset = item
-        mtu = self.ep.cfg.mtu
+        mtu = self.mtu
         n = len(data)
         end = min(pos + mtu, n)
         first, last = pos == 0, end >= n

@@ -104,8 +104,8 @@ def switch_state(topo: Topology, plan: SwitchPlan) -> State:
                                                "dst_ip": r.rewrite.dst_ip}))
     for j in plan.jobs:
         entries.append(TableEntry(
-            "FabricIngress.agg_jobs", {"hdr.ipv4.dstAddr": me.service_ip, "hdr.agg.jobId": j.job_id},
-            "FabricIngress.agg_job", {"result_ip": j.result_ip, "slot_base": j.slot_base,
+            "FabricIngress.switchml_jobs", {"hdr.ipv4.dstAddr": me.service_ip, "hdr.sml.jobId": j.job_id},
+            "FabricIngress.switchml_job", {"result_ip": j.result_ip, "slot_base": j.slot_base,
                                 "num_slots": j.slots, "num_workers": j.workers}))
     for port, threshold in sorted(plan.ecn_threshold.items()):
         entries.append(TableEntry("FabricEgress.ecn_mark", {"standard_metadata.egress_port": port},
@@ -115,12 +115,12 @@ def switch_state(topo: Topology, plan: SwitchPlan) -> State:
 
 def slot_capacity(schema: Schema) -> int:
     """Aggregation slots per switch: each slot has two register sets."""
-    return schema.register("FabricIngress.agg_count").size // 2
+    return schema.register("FabricIngress.switchml_count").size // 2
 
 
 def max_workers(schema: Schema) -> int:
     """The contribution bitmap has one bit per worker."""
-    return schema.register("FabricIngress.agg_bitmap").bitwidth
+    return schema.register("FabricIngress.switchml_bitmap").bitwidth
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ def _collectives(text: str) -> list[tuple[str, str]]:
     from collectives.runner import ALGORITHMS
 
     # the in-network ones need a group or an aggregation job: the ideas part sets those up
-    known = sorted(k for k in ALGORITHMS if k[1] not in ("multicast", "netreduce"))
+    known = sorted(k for k in ALGORITHMS if k[1] not in ("multicast", "switchml", "netreduce"))
     pairs = [tuple(t.split("/", 1)) for t in text.split(",") if t]
     bad = [p for p in pairs if p not in known]
     if bad or not pairs:

@@ -57,14 +57,14 @@ def netreduce(fabricd, ranks: Ranks, elements: int, slots: int = 128) -> list[li
                f"{job['address']}, slots {job['slot_base']}..{job['slot_base'] + slots - 1}")
     try:
         ring = ranks.run(names, "allreduce", "ring", elements)
-        nr = ranks.run(names, "allreduce", "netreduce", elements,
+        nr = ranks.run(names, "allreduce", "switchml", elements,
                        {"aggregator": job["address"], "job_id": job["job_id"],
                         "slots": slots, "slot_base": job["slot_base"],
                         "rto": ranks.transport["min_rto"]})
     finally:
         fabricd.ctl("job", "delete", "demo-nr")
     return [summary("NetReduce", "allreduce ring (baseline)", ring),
-            summary("NetReduce", f"allreduce in {job['leaf']}'s registers", nr)]
+            summary("NetReduce", f"allreduce switchml in {job['leaf']}", nr)]
 
 
 def _reaches(net, src: str, dst_ip: str) -> bool:

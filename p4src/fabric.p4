@@ -8,9 +8,10 @@
 #include <v1model.p4>
 
 #include "include/defines.p4"
+#include "include/netreduce.p4"
 #include "include/headers.p4"
 #include "include/parser.p4"
-#include "include/aggregation.p4"
+#include "include/switchml.p4"
 
 control FabricIngress(inout headers_t hdr, inout metadata_t meta,
                       inout standard_metadata_t standard_metadata) {
@@ -23,12 +24,26 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
      * write or read registers, so everything the controller sets is a table entry. */
     register<bit<16>>(NUM_GROUPS) spray_rr;
 
-    register<bit<32>>(AGG_SETS) agg_bitmap;
-    register<bit<8>>(AGG_SETS) agg_count;
-    AGG_FOR_EACH(AGG_DECLARE)
+    register<bit<32>>(SML_SETS) switchml_bitmap;
+    register<bit<8>>(SML_SETS) switchml_count;
+    SML_FOR_EACH(SML_DECLARE)
 
-    bit<32> agg_index;
-    bit<32> agg_tmp;
+    bit<32> sml_index;
+    bit<32> sml_tmp;
+
+    /* NetReduce (data-plane state only: the controller writes tables, never these). */
+    counter(NR_EVENTS, CounterType.packets) nr_events;
+    register<bit<32>>(NR_CONNS) nr_anchor;      /* gen ++ PSN of the connection's packet 0 */
+    register<bit<32>>(NR_SETS) nr_tag;          /* gen ++ packet number of the slot's round */
+    register<bit<32>>(NR_SETS) nr_bitmap;       /* contributors of the round */
+    register<bit<8>>(NR_SETS) nr_count;
+    register<bit<32>>(NR_MSG_SETS) nr_msg_tag;  /* gen ++ message number */
+    register<bit<8>>(NR_MSG_SETS) nr_msg_done;  /* completed slots of the message */
+    register<bit<16>>(NR_JOBS) nr_credit;       /* gen ++ messages in flight of the job */
+    NR_FOR_EACH(NR_DECLARE)
+
+    bit<32> nr_index;
+    bit<32> nr_tmp;
 
     action drop() {
         meta.drop = 1;
@@ -63,22 +78,84 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     /* ---- in-network aggregation ---- */
-    action agg_job(bit<32> result_ip, bit<16> slot_base, bit<16> num_slots,
+    action switchml_job(bit<32> result_ip, bit<16> slot_base, bit<16> num_slots,
                    bit<8> num_workers) {
-        meta.agg_result_ip = result_ip;
-        meta.agg_slot_base = slot_base;
-        meta.agg_num_slots = num_slots;
-        meta.agg_num_workers = num_workers;
+        meta.sml_result_ip = result_ip;
+        meta.sml_slot_base = slot_base;
+        meta.sml_num_slots = num_slots;
+        meta.sml_num_workers = num_workers;
     }
 
-    table agg_jobs {
+    table switchml_jobs {
         key = {
             hdr.ipv4.dstAddr: exact;
-            hdr.agg.jobId: exact;
+            hdr.sml.jobId: exact;
         }
-        actions = { agg_job; NoAction; }
+        actions = { switchml_job; NoAction; }
         default_action = NoAction();
         size = 1024;
+    }
+
+    /* ---- NetReduce: aggregation inside RC connections ---- */
+    /* A worker's (or a child switch's) contributions on one connection. */
+    action nr_data(bit<16> conn, bit<16> job, bit<8> child, bit<24> reply_qpn) {
+        meta.nr_kind = NR_KIND_DATA;
+        meta.nr_conn = conn;
+        meta.nr_job = job;
+        meta.nr_child = child;
+        meta.nr_reply_qpn = reply_qpn;
+    }
+
+    /* A worker's ACK of results on that connection: becomes the ACK of its contributions. */
+    action nr_ack(bit<16> conn, bit<8> gen, bit<24> reply_qpn) {
+        meta.nr_kind = NR_KIND_ACK;
+        meta.nr_conn = conn;
+        meta.nr_gen = gen;
+        meta.nr_reply_qpn = reply_qpn;
+    }
+
+    /* A result from the parent (spine) stage: multicast to this switch's workers. */
+    action nr_down(bit<16> group) {
+        meta.nr_kind = NR_KIND_DOWN;
+        meta.nr_group = group;
+    }
+
+    table nr_conns {
+        key = {
+            hdr.ipv4.dstAddr: exact;
+            hdr.bth.dqpn: exact;
+        }
+        actions = { nr_data; nr_ack; nr_down; NoAction; }
+        default_action = NoAction();
+        size = 4096;
+    }
+
+    action nr_job(bit<8> gen, bit<8> children, bit<16> slot_base, bit<24> window_mask,
+                  bit<8> window_shift, bit<16> msg_base, bit<8> credits, bit<32> rkey,
+                  bit<1> top, bit<16> group, bit<32> parent_ip, bit<24> parent_qpn,
+                  bit<9> parent_port) {
+        meta.nr_gen = gen;
+        meta.nr_children = children;
+        meta.nr_slot_base = slot_base;
+        meta.nr_window_mask = window_mask;
+        meta.nr_window_shift = window_shift;
+        meta.nr_msg_base = msg_base;
+        meta.nr_credits = credits;
+        meta.nr_rkey = rkey;
+        meta.nr_top = top;
+        meta.nr_group = group;
+        meta.nr_parent_ip = parent_ip;
+        meta.nr_parent_qpn = parent_qpn;
+        meta.nr_parent_port = parent_port;
+    }
+
+    table nr_jobs {
+        key = {
+            meta.nr_job: exact;
+        }
+        actions = { nr_job; drop; }
+        default_action = drop();
+        size = NR_JOBS;
     }
 
     /* ---- multicast ---- */
@@ -192,69 +269,265 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
 
         /* In-network aggregation on the leaf that holds the job; elsewhere (table miss) the
          * contribution is routed on toward the aggregator like any packet. */
-        if (meta.drop == 0 && hdr.agg.isValid()) {
-            if (agg_jobs.apply().hit) {
+        if (meta.drop == 0 && hdr.sml.isValid()) {
+            if (switchml_jobs.apply().hit) {
                 /* The job owns register slots slot_base .. slot_base + num_slots - 1. */
-                if (hdr.agg.slot < meta.agg_slot_base
-                        || hdr.agg.slot - meta.agg_slot_base >= meta.agg_num_slots
-                        || hdr.agg.slot >= AGG_SLOTS
-                        || hdr.agg.workerId >= meta.agg_num_workers
-                        || hdr.agg.workerId >= 32) {
+                if (hdr.sml.slot < meta.sml_slot_base
+                        || hdr.sml.slot - meta.sml_slot_base >= meta.sml_num_slots
+                        || hdr.sml.slot >= SML_SLOTS
+                        || hdr.sml.workerId >= meta.sml_num_workers
+                        || hdr.sml.workerId >= 32) {
                     meta.drop = 1;
                 } else {
-                    bit<1> agg_version = hdr.agg.flags[1:1];
-                    bit<32> slot_cell = (bit<32>)hdr.agg.slot << 1;
-                    bit<32> other_index = slot_cell | (bit<32>)(~agg_version);
-                    bit<32> worker_bit = (bit<32>)1 << hdr.agg.workerId;
+                    bit<1> sml_version = hdr.sml.flags[1:1];
+                    bit<32> slot_cell = (bit<32>)hdr.sml.slot << 1;
+                    bit<32> other_index = slot_cell | (bit<32>)(~sml_version);
+                    bit<32> worker_bit = (bit<32>)1 << hdr.sml.workerId;
                     bit<32> bitmap;
                     bit<32> other_bitmap;
                     bit<8> count;
-                    agg_index = slot_cell | (bit<32>)agg_version;
-                    agg_bitmap.read(bitmap, agg_index);
-                    agg_count.read(count, agg_index);
+                    sml_index = slot_cell | (bit<32>)sml_version;
+                    switchml_bitmap.read(bitmap, sml_index);
+                    switchml_count.read(count, sml_index);
                     if ((bitmap & worker_bit) == 0) {
-                        agg_bitmap.write(agg_index, bitmap | worker_bit);
+                        switchml_bitmap.write(sml_index, bitmap | worker_bit);
                         /* The worker has moved on from the other set: its kept result is no
                          * longer owed to it, and its next contribution there is new. */
-                        agg_bitmap.read(other_bitmap, other_index);
-                        agg_bitmap.write(other_index, other_bitmap & ~worker_bit);
-                        if (count == 0 || count >= meta.agg_num_workers) {
-                            AGG_FOR_EACH(AGG_STORE)
+                        switchml_bitmap.read(other_bitmap, other_index);
+                        switchml_bitmap.write(other_index, other_bitmap & ~worker_bit);
+                        if (count == 0 || count >= meta.sml_num_workers) {
+                            SML_FOR_EACH(SML_STORE)
                             count = 1;
                         } else {
-                            AGG_FOR_EACH(AGG_ADD)
+                            SML_FOR_EACH(SML_ADD)
                             count = count + 1;
                         }
-                        agg_count.write(agg_index, count);
-                        if (count == meta.agg_num_workers) {
+                        switchml_count.write(sml_index, count);
+                        if (count == meta.sml_num_workers) {
                             /* The last contribution carries the sums: send it to the job. */
                             hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
-                            hdr.ipv4.dstAddr = meta.agg_result_ip;
-                            meta.agg_result = 1;
+                            hdr.ipv4.dstAddr = meta.sml_result_ip;
+                            meta.switch_made = 1;
                         } else {
-                            meta.agg_consumed = 1;
+                            meta.consumed = 1;
                         }
-                    } else if (count >= meta.agg_num_workers) {
+                    } else if (count >= meta.sml_num_workers) {
                         /* A retransmission after completion: the sender missed the result. */
-                        AGG_FOR_EACH(AGG_LOAD)
+                        SML_FOR_EACH(SML_LOAD)
                         bit<32> sender = hdr.ipv4.srcAddr;
                         hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
                         hdr.ipv4.dstAddr = sender;
-                        meta.agg_result = 1;
+                        meta.switch_made = 1;
                     } else {
-                        meta.agg_consumed = 1;
+                        meta.consumed = 1;
                     }
-                    if (meta.agg_result == 1) {
-                        hdr.agg.flags = AGG_FLAG_RESULT | (hdr.agg.flags & AGG_FLAG_VERSION);
-                        hdr.ipv4.ttl = AGG_RESULT_TTL;
+                    if (meta.switch_made == 1) {
+                        hdr.sml.flags = SML_FLAG_RESULT | (hdr.sml.flags & SML_FLAG_VERSION);
+                        hdr.ipv4.ttl = SWITCH_MADE_TTL;
                         hdr.udp.checksum = 0;
                     }
                 }
             }
         }
 
+        /* NetReduce: RC packets to an aggregator address, mapped by connection. */
+        if (meta.drop == 0 && hdr.icrc.isValid() && nr_conns.apply().hit) {
+            if (meta.nr_kind == NR_KIND_DATA && hdr.nr.isValid()) {
+                nr_jobs.apply();
+            }
+            if (meta.drop == 1) {
+                /* no job on this switch: counted as a drop */
+            } else if (meta.nr_kind == NR_KIND_DATA && hdr.nr.isValid()) {
+                bit<32> anchor_cell;
+                bit<24> anchor;
+                bit<1> mapped = 1;
+                nr_anchor.read(anchor_cell, (bit<32>)meta.nr_conn);
+                if (hdr.reth.isValid()) {
+                    /* The first packet of a message: RETH va / 256 is its packet number. */
+                    anchor = hdr.bth.psn - (bit<24>)(hdr.reth.va >> NR_PKT_SHIFT);
+                    nr_anchor.write((bit<32>)meta.nr_conn, meta.nr_gen ++ anchor);
+                } else if (anchor_cell[31:24] == meta.nr_gen) {
+                    anchor = anchor_cell[23:0];
+                } else {
+                    /* A later packet before any first packet of this job: unmappable. */
+                    anchor = 0;
+                    mapped = 0;
+                }
+                bit<24> g = hdr.bth.psn - anchor;
+                bit<24> in_window = g & meta.nr_window_mask;
+                bit<1> set = (bit<1>)(g >> meta.nr_window_shift);
+                bit<32> tag = meta.nr_gen ++ g;
+                bit<32> msg_tag = meta.nr_gen ++ (g >> NR_MSG_SHIFT);
+                bit<32> msg_index = (((bit<32>)meta.nr_msg_base
+                                      + (bit<32>)(in_window >> NR_MSG_SHIFT)) << 1)
+                                    | (bit<32>)set;
+                bit<32> child_bit = (bit<32>)1 << meta.nr_child;
+                bit<32> old_tag;
+                bit<32> bitmap;
+                bit<8> count;
+                bit<1> emit = 0;
+                bit<1> fresh = 0;
+                nr_index = (((bit<32>)meta.nr_slot_base + (bit<32>)in_window) << 1)
+                           | (bit<32>)set;
+                nr_tag.read(old_tag, nr_index);
+                nr_bitmap.read(bitmap, nr_index);
+                nr_count.read(count, nr_index);
+                if (mapped == 0) {
+                    nr_events.count(NR_EV_REFUSED);
+                    meta.drop = 1;
+                } else if (old_tag == tag) {
+                    if ((bitmap & child_bit) != 0) {
+                        if (count == meta.nr_children) {
+                            /* The sender missed the result (or its ACK): send it again. */
+                            NR_FOR_EACH(NR_LOAD)
+                            emit = 1;
+                            nr_events.count(NR_EV_KEPT);
+                        } else {
+                            meta.consumed = 1;
+                            nr_events.count(NR_EV_DUP);
+                        }
+                    } else {
+                        NR_FOR_EACH(NR_ADD)
+                        count = count + 1;
+                        nr_bitmap.write(nr_index, bitmap | child_bit);
+                        nr_count.write(nr_index, count);
+                        fresh = 1;
+                    }
+                } else if (old_tag[31:24] == meta.nr_gen
+                           && ((g - old_tag[23:0]) & 0x800000) != 0) {
+                    /* Older than the slot's round: everyone had that result already. */
+                    meta.consumed = 1;
+                    nr_events.count(NR_EV_STALE);
+                } else {
+                    /* A new round of the slot: the set's previous round must be complete,
+                     * and a new message needs one of the job's credits. */
+                    bit<32> old_msg;
+                    bit<16> credit_cell;
+                    bit<8> in_flight = 0;
+                    nr_msg_tag.read(old_msg, msg_index);
+                    nr_credit.read(credit_cell, (bit<32>)meta.nr_job);
+                    if (credit_cell[15:8] == meta.nr_gen) {
+                        in_flight = credit_cell[7:0];
+                    }
+                    if (old_tag[31:24] == meta.nr_gen && count != meta.nr_children) {
+                        meta.drop = 1;
+                    } else if (old_msg != msg_tag && in_flight >= meta.nr_credits) {
+                        meta.drop = 1;
+                    } else {
+                        if (old_msg != msg_tag) {
+                            nr_msg_tag.write(msg_index, msg_tag);
+                            nr_msg_done.write(msg_index, 0);
+                            nr_credit.write((bit<32>)meta.nr_job, meta.nr_gen ++ (in_flight + 1));
+                        }
+                        NR_FOR_EACH(NR_STORE)
+                        count = 1;
+                        nr_tag.write(nr_index, tag);
+                        nr_bitmap.write(nr_index, child_bit);
+                        nr_count.write(nr_index, count);
+                        fresh = 1;
+                    }
+                    if (meta.drop == 1) {
+                        nr_events.count(NR_EV_REFUSED);
+                    }
+                }
+                if (fresh == 1) {
+                    nr_events.count(NR_EV_NEW);
+                    if (count == meta.nr_children) {
+                        /* The slot is complete: one more slot of its message, and the
+                         * message's credit returns with its last slot. */
+                        bit<8> done;
+                        bit<16> credit_now;
+                        nr_msg_done.read(done, msg_index);
+                        done = done + 1;
+                        nr_msg_done.write(msg_index, done);
+                        if (done == (bit<8>)(NR_MSG_LAST + 1)) {
+                            nr_credit.read(credit_now, (bit<32>)meta.nr_job);
+                            nr_credit.write((bit<32>)meta.nr_job, credit_now - 1);
+                        }
+                        emit = 1;
+                        nr_events.count(NR_EV_DONE);
+                    } else {
+                        meta.consumed = 1;
+                    }
+                }
+                if (emit == 1) {
+                    /* The sum leaves as an RDMA WRITE ONLY of packet g: to the parent stage,
+                     * to every worker (multicast), or to the one sender of a duplicate. */
+                    hdr.bth.opcode = BTH_WRITE_ONLY;
+                    hdr.bth.psn = g;
+                    /* One ACK request per message, and on every resent sum. */
+                    if (fresh == 1 && (g & NR_MSG_LAST) != NR_MSG_LAST) {
+                        hdr.bth.ackReq = 0;
+                    } else {
+                        hdr.bth.ackReq = 1;
+                    }
+                    hdr.bth.padCount = 0;
+                    hdr.reth.setValid();
+                    hdr.reth.va = (bit<64>)g << NR_PKT_SHIFT;
+                    hdr.reth.rkey = meta.nr_rkey;
+                    hdr.reth.dmaLen = 256;
+                    hdr.ipv4.totalLen = NR_LEN_RETH;
+                    hdr.udp.length_ = NR_LEN_RETH - 20;
+                    hdr.udp.checksum = 0;
+                    hdr.ipv4.ttl = SWITCH_MADE_TTL;
+                    meta.switch_made = 1;
+                    meta.nr_icrc = 1;
+                    if (meta.nr_top == 0) {
+                        hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
+                        hdr.ipv4.dstAddr = meta.nr_parent_ip;
+                        hdr.bth.dqpn = meta.nr_parent_qpn;
+                        meta.out_port = meta.nr_parent_port;
+                        meta.nr_forwarded = 1;
+                    } else if (fresh == 1) {
+                        standard_metadata.mcast_grp = meta.nr_group;
+                        meta.mcast_grp = meta.nr_group;
+                        meta.is_mcast = 1;
+                        meta.nr_result = 1;
+                        meta.nr_forwarded = 1;
+                    } else {
+                        bit<32> sender = hdr.ipv4.srcAddr;
+                        hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
+                        hdr.ipv4.dstAddr = sender;
+                        hdr.bth.dqpn = meta.nr_reply_qpn;
+                    }
+                }
+            } else if (meta.nr_kind == NR_KIND_ACK && hdr.aeth.isValid()) {
+                /* The worker acknowledged results up to packet psn: its contributions up to
+                 * the same packet are aggregated, so acknowledge them on its own PSNs. */
+                bit<32> anchor_cell;
+                nr_anchor.read(anchor_cell, (bit<32>)meta.nr_conn);
+                if (anchor_cell[31:24] == meta.nr_gen) {
+                    bit<32> worker = hdr.ipv4.srcAddr;
+                    hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
+                    hdr.ipv4.dstAddr = worker;
+                    hdr.bth.dqpn = meta.nr_reply_qpn;
+                    hdr.bth.psn = hdr.bth.psn + anchor_cell[23:0];
+                    hdr.udp.checksum = 0;
+                    hdr.ipv4.ttl = SWITCH_MADE_TTL;
+                    meta.switch_made = 1;
+                    meta.nr_icrc = 1;
+                    nr_events.count(NR_EV_ACK);
+                } else {
+                    meta.drop = 1;
+                    nr_events.count(NR_EV_REFUSED);
+                }
+            } else if (meta.nr_kind == NR_KIND_DOWN && hdr.reth.isValid()) {
+                standard_metadata.mcast_grp = meta.nr_group;
+                meta.mcast_grp = meta.nr_group;
+                meta.is_mcast = 1;
+                meta.nr_result = 1;
+                meta.nr_forwarded = 1;
+                meta.switch_made = 1;
+                meta.nr_icrc = 1;
+                hdr.ipv4.ttl = SWITCH_MADE_TTL;
+                nr_events.count(NR_EV_DOWN);
+            } else {
+                meta.drop = 1;
+            }
+        }
+
         /* Switch-made results start a fresh life: their TTL is not decremented here. */
-        if (meta.drop == 0 && meta.agg_consumed == 0 && meta.agg_result == 0) {
+        if (meta.drop == 0 && meta.consumed == 0 && meta.switch_made == 0) {
             if (hdr.ipv4.ttl <= 1) {
                 meta.drop = 1;
             } else {
@@ -262,7 +535,7 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
             }
         }
 
-        if (meta.drop == 0 && meta.agg_consumed == 0) {
+        if (meta.drop == 0 && meta.consumed == 0 && meta.nr_forwarded == 0) {
             if (hdr.ipv4.dstAddr[31:28] == 0xE) {
                 mcast_route.apply();
             } else {
@@ -321,7 +594,7 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
         if (meta.drop == 1) {
             port_drops.count((bit<32>)standard_metadata.ingress_port);
             mark_to_drop(standard_metadata);
-        } else if (meta.agg_consumed == 1) {
+        } else if (meta.consumed == 1) {
             mark_to_drop(standard_metadata);
         } else if (meta.is_mcast == 1) {
             mcast_packets.count((bit<32>)meta.mcast_grp);
@@ -366,6 +639,23 @@ control FabricEgress(inout headers_t hdr, inout metadata_t meta,
         size = 65536;
     }
 
+    /* A NetReduce result replica becomes a WRITE on that worker's (or child switch's) QP. */
+    action nr_replica(bit<32> src_ip, bit<32> dst_ip, bit<24> dqpn) {
+        hdr.ipv4.srcAddr = src_ip;
+        hdr.ipv4.dstAddr = dst_ip;
+        hdr.bth.dqpn = dqpn;
+    }
+
+    table nr_replicas {
+        key = {
+            meta.mcast_grp: exact;
+            standard_metadata.egress_rid: exact;
+        }
+        actions = { nr_replica; NoAction; }
+        default_action = NoAction();
+        size = 65536;
+    }
+
     action set_ecn_threshold(bit<19> threshold) {
         meta.ecn_enabled = 1;
         meta.ecn_threshold = threshold;
@@ -383,12 +673,14 @@ control FabricEgress(inout headers_t hdr, inout metadata_t meta,
     apply {
         /* The PRE copies to every member port; the copy for the sender's own port is
          * pruned here, except an aggregation result, which the completing worker needs. */
-        if (meta.is_mcast == 1 && meta.agg_result == 0
+        if (meta.is_mcast == 1 && meta.switch_made == 0
                 && standard_metadata.egress_port == meta.in_port) {
             mark_to_drop(standard_metadata);
         } else {
             port_mac.apply();
-            if (meta.is_mcast == 1) {
+            if (meta.is_mcast == 1 && meta.nr_result == 1) {
+                nr_replicas.apply();
+            } else if (meta.is_mcast == 1) {
                 if (mcast_rewrite.apply().hit) {
                     /* The UDP checksum covers the destination address just rewritten. */
                     if (hdr.udp.isValid()) {
@@ -400,6 +692,25 @@ control FabricEgress(inout headers_t hdr, inout metadata_t meta,
             if (meta.ecn_enabled == 1 && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2)
                     && standard_metadata.enq_qdepth >= meta.ecn_threshold) {
                 hdr.ipv4.ecn = 3;
+            }
+            /* The switch rewrote this RoCE packet (NetReduce): recompute its invariant CRC
+             * over the masked IP/UDP/BTH fields as RoCEv2 defines it, so receivers check
+             * it as on any other packet. Every other packet keeps the sender's ICRC. */
+            if (meta.nr_icrc == 1 && hdr.nr.isValid()) {
+                hash(meta.nr_icrc_tmp, HashAlgorithm.crc32, (bit<32>)0,
+                     { 64w0xFFFFFFFFFFFFFFFF, ICRC_IP_UDP_BTH,
+                       hdr.reth.va, hdr.reth.rkey, hdr.reth.dmaLen NR_FOR_EACH(NR_LIST) },
+                     (bit<64>)0x100000000);
+            } else if (meta.nr_icrc == 1 && hdr.aeth.isValid()) {
+                hash(meta.nr_icrc_tmp, HashAlgorithm.crc32, (bit<32>)0,
+                     { 64w0xFFFFFFFFFFFFFFFF, ICRC_IP_UDP_BTH,
+                       hdr.aeth.syndrome, hdr.aeth.msn,
+                       hdr.echo.entropy, hdr.echo.flags, hdr.echo.reserved },
+                     (bit<64>)0x100000000);
+            }
+            if (meta.nr_icrc == 1) {
+                hdr.icrc.crc = meta.nr_icrc_tmp[7:0] ++ meta.nr_icrc_tmp[15:8]
+                               ++ meta.nr_icrc_tmp[23:16] ++ meta.nr_icrc_tmp[31:24];
             }
             port_tx.count((bit<32>)standard_metadata.egress_port);
         }

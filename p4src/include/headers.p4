@@ -67,8 +67,8 @@ header bth_t {
     bit<24> psn;
 }
 
-/* In-network aggregation (NetReduce/SwitchML), 12 bytes + 32 int32 values. */
-header agg_t {
+/* SwitchML-style in-network aggregation header (BTH opcode 0xC0), 12 bytes + 32 int32 values. */
+header switchml_t {
     bit<16> jobId;
     bit<16> slot;
     bit<32> chunkSeq;
@@ -86,13 +86,47 @@ header agg_t {
     bit<32> v28; bit<32> v29; bit<32> v30; bit<32> v31;
 }
 
+/* RDMA Extended Transport Header: the first packet of an RDMA WRITE (FIRST or ONLY). */
+header reth_t {
+    bit<64> va;
+    bit<32> rkey;
+    bit<32> dmaLen;
+}
+
+/* ACK Extended Transport Header and the transport's EntropyEcho (collectives.layers). */
+header aeth_t {
+    bit<8>  syndrome;
+    bit<24> msn;
+}
+
+header entropy_echo_t {
+    bit<16> entropy;
+    bit<8>  flags;
+    bit<8>  reserved;
+}
+
+/* NetReduce: the payload of one RDMA WRITE packet, 64 int32 (two's complement, big-endian). */
+header nr_values_t {
+    NR_FOR_EACH(NR_FIELD)
+}
+
+/* The RoCEv2 invariant CRC that ends every RoCE packet (little-endian on the wire). */
+header icrc_t {
+    bit<32> crc;
+}
+
 struct headers_t {
     ethernet_t ethernet;
     ipv4_t     ipv4;
     udp_t      udp;
     tcp_t      tcp;
     bth_t      bth;
-    agg_t      agg;
+    switchml_t sml;
+    reth_t     reth;
+    aeth_t     aeth;
+    entropy_echo_t echo;
+    nr_values_t nr;
+    icrc_t     icrc;
 }
 
 struct metadata_t {
@@ -113,12 +147,34 @@ struct metadata_t {
     bit<16> ecmp_member;
     bit<1>  is_mcast;
     bit<16> mcast_grp;
-    bit<1>  agg_result;       /* a switch-made aggregation result: not pruned at its ingress */
-    bit<1>  agg_consumed;
-    bit<32> agg_result_ip;
-    bit<16> agg_slot_base;
-    bit<16> agg_num_slots;
-    bit<8>  agg_num_workers;
+    bit<1>  switch_made;       /* a switch-made aggregation result: not pruned at its ingress */
+    bit<1>  consumed;
+    bit<32> sml_result_ip;
+    bit<16> sml_slot_base;
+    bit<16> sml_num_slots;
+    bit<8> sml_num_workers;
+    bit<2>  nr_kind;          /* which nr_conns action matched (NR_KIND_*) */
+    bit<16> nr_conn;
+    bit<16> nr_job;
+    bit<8>  nr_child;         /* the contributor's bit in the slot bitmaps */
+    bit<24> nr_reply_qpn;
+    bit<8>  nr_gen;
+    bit<8>  nr_children;
+    bit<16> nr_slot_base;
+    bit<24> nr_window_mask;   /* credits * packets per message - 1 */
+    bit<8>  nr_window_shift;
+    bit<16> nr_msg_base;
+    bit<8>  nr_credits;
+    bit<1>  nr_top;
+    bit<16> nr_group;
+    bit<32> nr_parent_ip;
+    bit<24> nr_parent_qpn;
+    bit<9>  nr_parent_port;
+    bit<32> nr_rkey;
+    bit<1>  nr_result;        /* a result replica: nr_replicas rewrites it per worker */
+    bit<1>  nr_icrc;          /* the switch rewrote a RoCE packet: recompute its ICRC */
+    bit<1>  nr_forwarded;     /* the port or group is chosen: skip routing */
+    bit<32> nr_icrc_tmp;
     bit<1>  ecn_enabled;
     bit<19> ecn_threshold;
 }

@@ -45,14 +45,38 @@ parser FabricParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
 
     state parse_bth {
         packet.extract(hdr.bth);
-        transition select(hdr.bth.opcode) {
-            BTH_OPCODE_AGG: parse_agg;
+        /* NetReduce packets are plain RC packets of exact lengths (defines.p4). */
+        transition select(hdr.bth.opcode, hdr.ipv4.totalLen) {
+            (BTH_OPCODE_SWITCHML, _): parse_switchml;
+            (BTH_WRITE_FIRST, NR_LEN_RETH): parse_reth;
+            (BTH_WRITE_ONLY, NR_LEN_RETH): parse_reth;
+            (BTH_WRITE_MIDDLE, NR_LEN_PLAIN): parse_nr;
+            (BTH_WRITE_LAST, NR_LEN_PLAIN): parse_nr;
+            (BTH_ACK, NR_LEN_ACK): parse_aeth;
             default: accept;
         }
     }
 
-    state parse_agg {
-        packet.extract(hdr.agg);
+    state parse_reth {
+        packet.extract(hdr.reth);
+        transition parse_nr;
+    }
+
+    state parse_nr {
+        packet.extract(hdr.nr);
+        packet.extract(hdr.icrc);
+        transition accept;
+    }
+
+    state parse_aeth {
+        packet.extract(hdr.aeth);
+        packet.extract(hdr.echo);
+        packet.extract(hdr.icrc);
+        transition accept;
+    }
+
+    state parse_switchml {
+        packet.extract(hdr.sml);
         transition accept;
     }
 }
@@ -64,7 +88,12 @@ control FabricDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.tcp);
         packet.emit(hdr.udp);
         packet.emit(hdr.bth);
-        packet.emit(hdr.agg);
+        packet.emit(hdr.sml);
+        packet.emit(hdr.reth);
+        packet.emit(hdr.aeth);
+        packet.emit(hdr.echo);
+        packet.emit(hdr.nr);
+        packet.emit(hdr.icrc);
     }
 }
 

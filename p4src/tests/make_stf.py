@@ -253,7 +253,7 @@ def failover() -> list[str]:
     return lines
 
 
-def aggregation() -> list[str]:
+def switchml() -> list[str]:
     lines = leaf()[:-1] + ["mc_mgrp_create 5", "mc_node_create 1 1", "mc_node_associate 5 0",
                            "mc_node_create 2 2", "mc_node_associate 5 1",
                            f"add FabricIngress.mcast_route meta.slice_id:0 hdr.ipv4.dstAddr:"
@@ -263,8 +263,8 @@ def aggregation() -> list[str]:
                      f"standard_metadata.egress_rid:{p} FabricEgress.rewrite_replica("
                      f"smac:{mac48(L.port_smac(p))}, dmac:{mac48(L.host_mac(p))}, "
                      f"dst_ip:{ip32(L.host_ip(p))})")
-    lines.append(f"add FabricIngress.agg_jobs hdr.ipv4.dstAddr:{ip32('10.0.1.253')} "
-                 f"hdr.agg.jobId:7 FabricIngress.agg_job(result_ip:{ip32('239.1.0.5')}, "
+    lines.append(f"add FabricIngress.switchml_jobs hdr.ipv4.dstAddr:{ip32('10.0.1.253')} "
+                 f"hdr.sml.jobId:7 FabricIngress.switchml_job(result_ip:{ip32('239.1.0.5')}, "
                  f"slot_base:16, num_slots:4, num_workers:2)")
     values = {0: [i - 16 for i in range(32)],
               1: [1000 * i + (2**31 - 1 if i == 0 else 0) for i in range(32)]}
@@ -303,8 +303,8 @@ FILES = {
                   multicast),
     "failover": ("a port removed from a group by the controller; fast failover through the "
                  "port-liveness table", failover),
-    "aggregation": ("in-network aggregation of 2 workers: sums, duplicates, kept result",
-                    aggregation),
+    "switchml": ("SwitchML-style aggregation of 2 workers: sums, duplicates, kept result",
+                 switchml),
 }
 
 if __name__ == "__main__":

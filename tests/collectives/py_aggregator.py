@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from collectives import netreduce, wire
+from collectives import switchml, wire
 
 
 def main(bind: str, workers: list[str]) -> None:
@@ -32,7 +32,7 @@ def main(bind: str, workers: list[str]) -> None:
     while True:
         data = rx.recv(4096)
         try:
-            job, slot, seq, worker, n, flags, values = netreduce.decode(data)
+            job, slot, seq, worker, n, flags, values = switchml.decode(data)
         except wire.WireError:
             continue
         if flags & wire.AGG_FLAG_RESULT or worker >= len(workers):
@@ -44,14 +44,14 @@ def main(bind: str, workers: list[str]) -> None:
         done = bin(st["bitmap"]).count("1") == n
         if st["bitmap"] >> worker & 1:
             if done:
-                send(workers[worker], netreduce.encode(
+                send(workers[worker], switchml.encode(
                     job, slot, seq, worker, n, flags | wire.AGG_FLAG_RESULT, st["sum"]))
             continue
         st["bitmap"] |= 1 << worker
         st["sum"] += values
         if bin(st["bitmap"]).count("1") == n:
             for w, ip in enumerate(workers):
-                send(ip, netreduce.encode(job, slot, seq, w, n, flags | wire.AGG_FLAG_RESULT,
+                send(ip, switchml.encode(job, slot, seq, w, n, flags | wire.AGG_FLAG_RESULT,
                                           st["sum"]))
 
 

@@ -47,7 +47,7 @@ def test_run_takes_rank_addresses_from_a_topology_file(bridge_net):
     (["--ips", "10.0.0.1,10.0.0.2", "--netns", "a"], "1 namespaces for 2"),
     (["--ips", "10.0.0.1,10.0.0.2", "--collective", "alltoall", "--algo", "ring"],
      "no algorithm 'ring' for alltoall"),
-    (["--ips", "10.0.0.1,10.0.0.2", "--algo", "netreduce"], "needs --aggregator"),
+    (["--ips", "10.0.0.1,10.0.0.2", "--algo", "switchml"], "needs --aggregator"),
     (["--ips", "10.0.0.1,10.0.0.2", "--size", "lots"], "not a size"),
     (["--ips", "10.0.0.1,10.0.0.2", "--policy", "random"], "Invalid value for '--policy'"),
 ])

@@ -1,6 +1,6 @@
 """The collectives through a real switch: `p4switch run` with p4src/fabric.p4 as the leaf of
 4 hosts (each in its own namespace), configured over P4Runtime with p4runtime-shell.
-NetReduce sums in the switch's registers; multicast Allgather is replicated by the switch;
+SwitchML sums in the switch's registers; multicast Allgather is replicated by the switch;
 the switch marks ECN and the hosts answer with CNPs."""
 from __future__ import annotations
 
@@ -104,8 +104,8 @@ def _install(ips: list[str]) -> None:
     group.insert()
     _entry("FabricIngress.mcast_route", "FabricIngress.set_mcast_group",
            {"meta.slice_id": "0", "hdr.ipv4.dstAddr": GROUP_IP}, {"group": str(GROUP)})
-    _entry("FabricIngress.agg_jobs", "FabricIngress.agg_job",
-           {"hdr.ipv4.dstAddr": AGGREGATOR, "hdr.agg.jobId": str(JOB)},
+    _entry("FabricIngress.switchml_jobs", "FabricIngress.switchml_job",
+           {"hdr.ipv4.dstAddr": AGGREGATOR, "hdr.sml.jobId": str(JOB)},
            {"result_ip": GROUP_IP, "slot_base": "32", "num_slots": "8",
             "num_workers": str(len(ips))})
 
@@ -116,31 +116,31 @@ def _ecn_threshold(ports: int, threshold: int) -> None:
                {"standard_metadata.egress_port": str(port)}, {"threshold": str(threshold)})
 
 
-def _netreduce(sizes, dtypes=("int32", "float32")):
-    plan = runs(sizes, dtypes=dtypes, algos=[("allreduce", "netreduce")])
+def _switchml(sizes, dtypes=("int32", "float32")):
+    plan = runs(sizes, dtypes=dtypes, algos=[("allreduce", "switchml")])
     for run in plan:
         run["options"] = {"aggregator": AGGREGATOR, "job_id": JOB, "slots": 8,
                           "slot_base": 32, "rto": 0.05}
     return plan
 
 
-def test_netreduce_and_multicast_allgather_through_fabric_p4(leaf, tmp_path):
+def test_switchml_and_multicast_allgather_through_fabric_p4(leaf, tmp_path):
     namespaces, ips, _, _ = leaf
-    plan = _netreduce([1, 33, 2000]) + \
+    plan = _switchml([1, 33, 2000]) + \
         [dict(r, options={"group": GROUP_IP}) for r in
          runs([1000], dtypes=("int32",), algos=[("allgather", "multicast")])]
     rows = launch(ips, plan, namespaces=namespaces, out_dir=tmp_path, timeout=240,
                   step_timeout=120)
     assert_results(rows, plan, 4, tmp_path)
     # every result really left the switch: at least one per chunk per worker on each port
-    chunks = sum(-(-r["elements"] // 32) for r in plan if r["algo"] == "netreduce")
+    chunks = sum(-(-r["elements"] // 32) for r in plan if r["algo"] == "switchml")
     for port in range(1, 5):
         (sent,) = sh.CounterEntry("FabricEgress.port_tx")(index=port).read()
         assert sent.packet_count >= chunks
 
 
 @pytest.mark.ebpf
-def test_netreduce_through_fabric_p4_under_loss(leaf, tmp_path):
+def test_switchml_through_fabric_p4_under_loss(leaf, tmp_path):
     from ebpf.impair import Impair
 
     namespaces, ips, devs, _ = leaf
@@ -148,7 +148,7 @@ def test_netreduce_through_fabric_p4_under_loss(leaf, tmp_path):
     prog.configure(drop=0.05, udp_dport=4791, seed=11)
     for ns, dev in zip(namespaces, devs, strict=True):
         prog.attach(dev, ns, directions=("ingress",))
-    plan = _netreduce([3000], dtypes=("int32",))
+    plan = _switchml([3000], dtypes=("int32",))
     rows = launch(ips, plan, namespaces=namespaces, out_dir=tmp_path, timeout=240,
                   step_timeout=120)
     assert_results(rows, plan, 4, tmp_path)

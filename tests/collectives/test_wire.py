@@ -6,7 +6,7 @@ import pytest
 from scapy.contrib.roce import AETH, BTH, CNPPadding
 from scapy.layers.inet import IP, UDP
 
-from collectives import netreduce, wire
+from collectives import switchml, wire
 from collectives.algorithms import segments
 from collectives.entropy import FixedEntropy, RepsEntropy, SprayEntropy
 from collectives.layers import RETH, Aggregation, EntropyEcho, ReliableBroadcast
@@ -77,12 +77,12 @@ def test_reliable_broadcast_header():
 
 def test_aggregation_encoding_matches_the_contract_class():
     values = np.arange(-16, 16, dtype=np.int32) * 1000003
-    roce = netreduce.encode(3, 17, 70000, 2, 4, wire.AGG_FLAG_VERSION, values)
+    roce = switchml.encode(3, 17, 70000, 2, 4, wire.AGG_FLAG_VERSION, values)
     agg = _parse(roce)[Aggregation]
     assert (agg.job_id, agg.slot, agg.chunk_seq, agg.worker_id, agg.num_workers, agg.flags) == \
         (3, 17, 70000, 2, 4, 2)
     assert agg.values == values.tolist()
-    decoded = netreduce.decode(roce + b"\0\0\0\0")
+    decoded = switchml.decode(roce + b"\0\0\0\0")
     assert decoded[:6] == (3, 17, 70000, 2, 4, 2) and np.array_equal(decoded[6], values)
 
 
@@ -99,7 +99,7 @@ def test_malformed_bth_is_rejected():
     with pytest.raises(wire.WireError, match="version"):
         wire.parse_bth(bytes([0x06, 0x01]) + bytes(14))
     with pytest.raises(wire.WireError, match="too short"):
-        netreduce.decode(wire.bth(wire.AGGREGATION, 1, 1) + bytes(20))
+        switchml.decode(wire.bth(wire.AGGREGATION, 1, 1) + bytes(20))
 
 
 def test_even_split_and_segments():

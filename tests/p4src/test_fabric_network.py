@@ -61,9 +61,9 @@ def _configure(name, sw):
                  {"smac": mac_int(_mac(name, 1)), "dmac": mac_int(_host_mac(host)),
                   "dst_ip": ip(host)})
     if name == "leaf1":
-        sw.table_add("FabricIngress.agg_jobs", {"hdr.ipv4.dstAddr": ip(AGGREGATOR),
-                                                "hdr.agg.jobId": JOB},
-                     "FabricIngress.agg_job", {"result_ip": ip(RESULT_IP), "slot_base": 0,
+        sw.table_add("FabricIngress.switchml_jobs", {"hdr.ipv4.dstAddr": ip(AGGREGATOR),
+                                                "hdr.sml.jobId": JOB},
+                     "FabricIngress.switchml_job", {"result_ip": ip(RESULT_IP), "slot_base": 0,
                                                "num_slots": 8, "num_workers": 2})
 
 

@@ -11,7 +11,7 @@ pytest_plugins = ["fabric_fixtures"]  # the `sw` fixture
 
 STF_FILES = sorted((FABRIC_P4.parent / "tests").glob("*.stf"))
 FEATURES = {"routing", "ecmp", "pin", "spray", "slices", "ecn", "multicast", "failover",
-            "aggregation"}
+            "switchml"}
 
 
 def test_every_feature_has_an_stf_file():

@@ -1,4 +1,4 @@
-"""NetReduce host protocol against a Python aggregator (tests the hosts, not fabric.p4):
+"""SwitchML host protocol against a Python aggregator (tests the hosts, not fabric.p4):
 slots and credits, versions, timeouts, idempotent duplicates, float scaling."""
 from __future__ import annotations
 
@@ -34,14 +34,14 @@ def aggregator(bridge_net):
 
 
 def _plan(sizes, dtypes=("int32", "float32"), slots=8):
-    plan = runs(sizes, dtypes=dtypes, algos=[("allreduce", "netreduce")])
+    plan = runs(sizes, dtypes=dtypes, algos=[("allreduce", "switchml")])
     for run in plan:
         run["options"] = {"aggregator": "10.77.0.254", "slots": slots, "rto": 0.01}
     return plan
 
 
 @pytest.mark.netns
-def test_netreduce_is_exact(aggregator, tmp_path):
+def test_switchml_is_exact(aggregator, tmp_path):
     net = aggregator(4)
     plan = _plan([1, 31, 33, 50_000])
     rows = launch(net.ips, plan, namespaces=net.namespaces, out_dir=tmp_path, timeout=120)
@@ -50,7 +50,7 @@ def test_netreduce_is_exact(aggregator, tmp_path):
 
 @pytest.mark.netns
 @pytest.mark.ebpf
-def test_netreduce_recovers_from_loss_through_retransmission(aggregator, tmp_path):
+def test_switchml_recovers_from_loss_through_retransmission(aggregator, tmp_path):
     net = aggregator(4)
     prog = net.impair(drop=0.05)
     plan = _plan([20_000])

@@ -38,8 +38,8 @@ def _job(sw, workers, slots=4):
                      "FabricEgress.rewrite_replica",
                      {"smac": mac_int(port_smac(p)), "dmac": mac_int(host_mac(p)),
                       "dst_ip": ip(host_ip(p))})
-    sw.table_add("FabricIngress.agg_jobs", {"hdr.ipv4.dstAddr": ip(AGGREGATOR), "hdr.agg.jobId": JOB},
-                 "FabricIngress.agg_job", {"result_ip": ip(RESULT_IP), "slot_base": SLOT_BASE,
+    sw.table_add("FabricIngress.switchml_jobs", {"hdr.ipv4.dstAddr": ip(AGGREGATOR), "hdr.sml.jobId": JOB},
+                 "FabricIngress.switchml_job", {"result_ip": ip(RESULT_IP), "slot_base": SLOT_BASE,
                                      "num_slots": slots, "num_workers": workers})
 
 
@@ -84,7 +84,7 @@ def test_sum_of_n_workers_is_exact_and_multicast_to_all(sw, workers):
     assert set(outs) == set(range(1, workers + 1))  # the completing worker too
     for port, out in outs.items():
         _check_result(out, port, _wrap_sum(vectors), 0, dst_ip=host_ip(port))
-    assert sw.register_read("FabricIngress.agg_count", 2 * (SLOT_BASE + 1)) == workers
+    assert sw.register_read("FabricIngress.switchml_count", 2 * (SLOT_BASE + 1)) == workers
 
 
 def test_duplicates_before_completion_do_not_double_count(sw):
@@ -145,7 +145,7 @@ def test_out_of_range_slot_or_worker_is_dropped_and_counted(sw):
     assert sw.process(3, agg(2, [1] * AGG_VALUES, slot=SLOT_BASE)) == []
     assert sw.counter_read("FabricIngress.port_drops", 1)[0] == 2
     assert sw.counter_read("FabricIngress.port_drops", 3)[0] == 1
-    assert sw.register_read("FabricIngress.agg_count", 2 * SLOT_BASE) == 0
+    assert sw.register_read("FabricIngress.switchml_count", 2 * SLOT_BASE) == 0
 
 
 def test_without_a_job_the_contribution_is_routed_on(sw):

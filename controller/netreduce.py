@@ -1,0 +1,274 @@
+"""NetReduce jobs: the aggregation tree of a job and the fabric.p4 entries that install it.
+
+A job whose workers share one leaf aggregates on that leaf. A job spanning several leaves
+aggregates on each of its leaves (over that leaf's workers) and then on one spine (over the
+leaves); the spine multicasts the sum down to the leaves, and each leaf multicasts it to
+its workers. The spine is the one with the fewest NetReduce jobs (ties: the lowest device
+id), so jobs spread over the spines. Only leaf-spine fabrics get a spine stage.
+
+Every switch of the tree gets, for the job (p4src/README.md, "NetReduce"):
+- `nr_conns` entries: per worker connection (aggregator address, the worker's data QPN) →
+  `nr_data`, (aggregator address, the worker's ACK QPN) → `nr_ack`; on the spine, per child
+  leaf (spine address, the leaf's up QPN) → `nr_data`; on a leaf under a spine, (leaf
+  address, the leaf's down QPN) → `nr_down`;
+- one `nr_jobs` entry (generation, children, slots, message credits, parent or top, group);
+- a PRE group whose replicas carry the result to the children, with one `nr_replicas`
+  entry per replica (source and destination address, destination QPN).
+All of it is tables and the PRE; the switch keeps its aggregation state in registers that
+only the data plane writes. Stale register state of an earlier job in the same slots is
+told apart by the job's generation (8 bits, never 0).
+
+Resources per switch, from fabric.p4's sizes: slots = credits x MSG_PKTS of NR_SLOTS,
+message entries = credits of NR_MSGS, connections of NR_CONNS, job indices of NR_JOBS.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from collectives.netreduce import MSG_PKTS, aggregator_qpns, worker_qpns
+from controller.p4rt import MulticastGroup, TableEntry
+from controller.topology import Topology
+
+NR_SLOTS, NR_MSGS, NR_CONNS, NR_JOBS = 1024, 256, 1024, 256   # p4src/include/defines.p4
+MAX_CHILDREN = 32                     # the slot bitmaps are 32 bits
+MAX_GROUP_ID = 4095
+UP_KIND, DOWN_KIND = 3, 4             # switch-to-switch QPNs: kind << 20 | leaf << 8 | job
+
+
+class NetReduceError(Exception):
+    """An invalid or unsatisfiable NetReduce job; the message says why."""
+
+
+def spine_address(spine_index: int) -> str:
+    """A spine's aggregator address. Leaves send partial sums straight out of the port to
+    the spine, so the address needs no route; it only names the spine in nr_conns."""
+    return f"10.255.{spine_index & 0xFF}.253"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One switch of a job's tree."""
+    switch: str
+    address: str                      # the aggregator address on this switch
+    job_index: int                    # nr_jobs key
+    slot_base: int
+    msg_base: int
+    conn_base: int
+    group_id: int
+    children: tuple[str, ...]         # worker hosts (leaf) or leaves (spine)
+    parent: str | None                # the spine above a leaf, if any
+
+
+@dataclass(frozen=True)
+class NetReduceJob:
+    job_id: int
+    name: str
+    workers: tuple[str, ...]          # worker w = rank w of the communicator
+    credits: int
+    generation: int
+    stages: tuple[Stage, ...]         # leaves first, then the spine (if any)
+
+    @property
+    def spine(self) -> str | None:
+        top = self.stages[-1]
+        return top.switch if len(self.stages) > 1 else None
+
+    def address_of(self, worker: str, topo: Topology) -> str:
+        """Where `worker` sends: its own leaf's aggregator address."""
+        return topo.switch(topo.host(worker).leaf).service_ip
+
+    @property
+    def slots(self) -> int:
+        return self.credits * MSG_PKTS
+
+
+@dataclass
+class NetReducePlanner:
+    topo: Topology
+    jobs: dict[int, NetReduceJob] = field(default_factory=dict)
+    generation: int = 0
+
+    def create(self, job_id: int, name: str, workers: list[str], credits: int = 8, *,
+               used_groups: set[int] = frozenset()) -> NetReduceJob:
+        self._check(job_id, workers, credits)
+        leaves: dict[str, list[str]] = {}
+        for w in workers:
+            leaves.setdefault(self.topo.host(w).leaf, []).append(w)
+        spine = self._spine(sorted(leaves)) if len(leaves) > 1 else None
+        groups = self._group_ids(len(leaves) + (spine is not None), used_groups)
+        stages = []
+        for leaf, local in sorted(leaves.items(), key=lambda kv: self.topo.switch(kv[0]).device_id):
+            if len(local) > MAX_CHILDREN:
+                raise NetReduceError(f"NetReduce job {job_id}: {len(local)} workers on {leaf}, "
+                                     f"at most {MAX_CHILDREN} per switch")
+            stages.append(self._stage(leaf, self.topo.switch(leaf).service_ip, credits,
+                                      len(local), groups.pop(0),
+                                      tuple(local), spine, job_id))
+        if spine is not None:
+            stages.append(self._stage(spine, spine_address(self.topo.switch(spine).index),
+                                      credits, len(leaves), groups.pop(0),
+                                      tuple(s.switch for s in stages), None, job_id))
+        self.generation = self.generation % 255 + 1
+        job = NetReduceJob(job_id, name, tuple(workers), credits, self.generation, tuple(stages))
+        self.jobs[job_id] = job
+        return job
+
+    def delete(self, job_id: int) -> NetReduceJob:
+        try:
+            return self.jobs.pop(job_id)
+        except KeyError:
+            raise NetReduceError(f"no NetReduce job {job_id}") from None
+
+    # ---- allocation ---------------------------------------------------------------------
+    def _check(self, job_id, workers, credits) -> None:
+        if isinstance(job_id, bool) or not isinstance(job_id, int) or not 1 <= job_id <= 0xFFFF:
+            raise NetReduceError(f"job_id must be an integer in 1..65535, got {job_id!r}")
+        if job_id in self.jobs:
+            raise NetReduceError(f"NetReduce job {job_id} already exists")
+        if any((j.job_id & 0xFF) == (job_id & 0xFF) for j in self.jobs.values()):
+            raise NetReduceError(f"NetReduce job {job_id}: QP index {job_id & 0xFF} is taken by "
+                                 f"another job (job ids must differ in their low byte)")
+        if not 2 <= len(workers) <= 255 or len(set(workers)) != len(workers):
+            raise NetReduceError(f"NetReduce job {job_id}: needs 2..255 distinct workers, "
+                                 f"got {len(workers)}")
+        unknown = [w for w in workers if w not in self.topo.hosts]
+        if unknown:
+            raise NetReduceError(f"NetReduce job {job_id}: unknown host "
+                                 f"{', '.join(map(repr, unknown))}")
+        if isinstance(credits, bool) or not isinstance(credits, int) or credits < 1 \
+                or credits & (credits - 1) or credits * MSG_PKTS > NR_SLOTS:
+            raise NetReduceError(f"NetReduce job {job_id}: credits must be a power of two in "
+                                 f"1..{NR_SLOTS // MSG_PKTS}, got {credits!r}")
+        if len({self.topo.host(w).leaf for w in workers}) > 1 and self.topo.kind != "leaf-spine":
+            raise NetReduceError(f"NetReduce job {job_id}: workers on several leaves need a "
+                                 f"leaf-spine fabric (this is {self.topo.kind})")
+
+    def _stages_on(self, switch: str) -> list[Stage]:
+        return [s for j in self.jobs.values() for s in j.stages if s.switch == switch]
+
+    def _spine(self, leaves: list[str]) -> str:
+        spines = [s for s in self.topo.tier("spine")
+                  if all(self.topo.links_between(lf, s.name) for lf in leaves)]
+        if not spines:
+            raise NetReduceError(f"no spine reaches every leaf of {', '.join(leaves)}")
+        return min(spines, key=lambda s: (len(self._stages_on(s.name)), s.device_id)).name
+
+    def _group_ids(self, count: int, used: set[int]) -> list[int]:
+        taken = set(used) | {s.group_id for j in self.jobs.values() for s in j.stages}
+        # From the top of the id space down: the multicast planner allocates from 1 up.
+        free = [g for g in range(MAX_GROUP_ID, 0, -1) if g not in taken][:count]
+        if len(free) < count:
+            raise NetReduceError("every multicast group id is in use")
+        return free
+
+    @staticmethod
+    def _first_fit(taken: list[tuple[int, int]], size: int, capacity: int) -> int | None:
+        start = 0
+        for lo, hi in sorted(taken):
+            if lo - start >= size:
+                return start
+            start = max(start, hi)
+        return start if capacity - start >= size else None
+
+    def _stage(self, switch, address, credits, conns, group_id, children, parent,
+               job_id) -> Stage:
+        here = self._stages_on(switch)
+        slots = credits * MSG_PKTS
+        bases = []
+        for what, size, capacity, used in (
+                ("slots", slots, NR_SLOTS, [(s.slot_base, s.slot_base + self._slots(s))
+                                            for s in here]),
+                ("message entries", credits, NR_MSGS,
+                 [(s.msg_base, s.msg_base + self._slots(s) // MSG_PKTS) for s in here]),
+                ("connections", conns, NR_CONNS,
+                 [(s.conn_base, s.conn_base + len(s.children)) for s in here]),
+                ("job indices", 1, NR_JOBS, [(s.job_index, s.job_index + 1) for s in here])):
+            base = self._first_fit(used, size, capacity)
+            if base is None:
+                raise NetReduceError(f"NetReduce job {job_id}: {switch} has no run of {size} "
+                                     f"free {what} (of {capacity})")
+            bases.append(base)
+        slot_base, msg_base, conn_base, job_index = bases
+        return Stage(switch, address, job_index, slot_base, msg_base, conn_base, group_id,
+                     children, parent)
+
+    def _slots(self, stage: Stage) -> int:
+        job = next(j for j in self.jobs.values() if stage in j.stages)
+        return job.slots
+
+
+def up_qpn(topo: Topology, leaf: str, job_id: int) -> int:
+    return UP_KIND << 20 | (topo.switch(leaf).index & 0xFFF) << 8 | job_id & 0xFF
+
+
+def down_qpn(topo: Topology, leaf: str, job_id: int) -> int:
+    return DOWN_KIND << 20 | (topo.switch(leaf).index & 0xFFF) << 8 | job_id & 0xFF
+
+
+def entries(topo: Topology, job: NetReduceJob) -> dict[str, tuple[list[TableEntry],
+                                                                   list[MulticastGroup]]]:
+    """Per switch of the job's tree: its table entries and PRE groups."""
+    n = len(job.workers)
+    rank = {w: r for r, w in enumerate(job.workers)}
+    result_qpn, reply_ack_qpn = worker_qpns(n, job.job_id)
+    spine_stage = job.stages[-1] if job.spine else None
+    out: dict[str, tuple[list[TableEntry], list[MulticastGroup]]] = {}
+    window = job.slots
+    for st in job.stages:
+        tables: list[TableEntry] = []
+        replicas = []
+        conn = st.conn_base
+        for child_no, child in enumerate(st.children):
+            if child in topo.hosts:
+                host = topo.host(child)
+                data_qpn, ack_qpn = aggregator_qpns(rank[child], job.job_id)
+                tables.append(TableEntry("FabricIngress.nr_conns",
+                                         {"hdr.ipv4.dstAddr": st.address, "hdr.bth.dqpn": data_qpn},
+                                         "FabricIngress.nr_data",
+                                         {"conn": conn, "job": st.job_index, "child": child_no,
+                                          "reply_qpn": result_qpn}))
+                tables.append(TableEntry("FabricIngress.nr_conns",
+                                         {"hdr.ipv4.dstAddr": st.address, "hdr.bth.dqpn": ack_qpn},
+                                         "FabricIngress.nr_ack",
+                                         {"conn": conn, "gen": job.generation,
+                                          "reply_qpn": reply_ack_qpn}))
+                conn += 1
+                port, dst, qpn = host.leaf_port, host.ip, result_qpn
+            else:
+                leaf = topo.switch(child)
+                tables.append(TableEntry("FabricIngress.nr_conns",
+                                         {"hdr.ipv4.dstAddr": st.address,
+                                          "hdr.bth.dqpn": up_qpn(topo, child, job.job_id)},
+                                         "FabricIngress.nr_data",
+                                         {"conn": conn, "job": st.job_index, "child": child_no,
+                                          "reply_qpn": down_qpn(topo, child, job.job_id)}))
+                conn += 1
+                port = topo.links_between(child, st.switch)[0].port_of(st.switch)
+                dst, qpn = leaf.service_ip, down_qpn(topo, child, job.job_id)
+            replicas.append((port, child_no + 1))
+            tables.append(TableEntry("FabricEgress.nr_replicas",
+                                     {"meta.mcast_grp": st.group_id,
+                                      "standard_metadata.egress_rid": child_no + 1},
+                                     "FabricEgress.nr_replica",
+                                     {"src_ip": st.address, "dst_ip": dst, "dqpn": qpn}))
+        if st.parent is not None:
+            tables.append(TableEntry("FabricIngress.nr_conns",
+                                     {"hdr.ipv4.dstAddr": st.address,
+                                      "hdr.bth.dqpn": down_qpn(topo, st.switch, job.job_id)},
+                                     "FabricIngress.nr_down", {"group": st.group_id}))
+            parent_ip = spine_stage.address
+            parent_port = topo.links_between(st.switch, st.parent)[0].port_of(st.switch)
+            parent_qpn = up_qpn(topo, st.switch, job.job_id)
+        else:
+            parent_ip, parent_port, parent_qpn = "0.0.0.0", 0, 0
+        tables.append(TableEntry("FabricIngress.nr_jobs", {"meta.nr_job": st.job_index},
+                                 "FabricIngress.nr_job",
+                                 {"gen": job.generation, "children": len(st.children),
+                                  "slot_base": st.slot_base, "window_mask": window - 1,
+                                  "window_shift": window.bit_length() - 1,
+                                  "msg_base": st.msg_base, "credits": job.credits,
+                                  "rkey": job.job_id, "top": int(st.parent is None),
+                                  "group": st.group_id, "parent_ip": parent_ip,
+                                  "parent_qpn": parent_qpn, "parent_port": parent_port}))
+        out[st.switch] = (tables, [MulticastGroup(st.group_id, tuple(replicas))])
+    return out
