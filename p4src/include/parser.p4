@@ -53,6 +53,7 @@ parser FabricParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
             (BTH_WRITE_MIDDLE, NR_LEN_PLAIN): parse_nr;
             (BTH_WRITE_LAST, NR_LEN_PLAIN): parse_nr;
             (BTH_ACK, NR_LEN_ACK): parse_aeth;
+            (BTH_ACK, NR_LEN_ACK_ECHO): parse_aeth_echo;
             default: accept;
         }
     }
@@ -69,6 +70,12 @@ parser FabricParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
     }
 
     state parse_aeth {
+        packet.extract(hdr.aeth);
+        packet.extract(hdr.icrc);
+        transition accept;
+    }
+
+    state parse_aeth_echo {
         packet.extract(hdr.aeth);
         packet.extract(hdr.echo);
         packet.extract(hdr.icrc);

@@ -17,8 +17,13 @@ from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
 from scapy.packet import Raw  # noqa: E402
 
+from collectives import netreduce as nr  # noqa: E402
+from collectives import wire  # noqa: E402
 from collectives.layers import Aggregation  # noqa: E402
-from controller import hashing  # noqa: E402
+from controller import hashing, install_fabric  # noqa: E402
+from controller import netreduce as nr_ctl  # noqa: E402
+from controller.install import plan_switches  # noqa: E402
+from controller.install_intent import Intent  # noqa: E402
 
 UP = L.UPLINKS
 
@@ -292,6 +297,193 @@ def switchml() -> list[str]:
     return lines + expect(1, result(1, 0))
 
 
+# ---- NetReduce: the controller's own entries for one switch of a 2 x 2 leaf-spine ----------
+NR_TOPO = """name: nr-stf
+kind: leaf-spine
+leaves: 2
+spines: 2
+hosts_per_leaf: 4
+"""
+NR_JOB = 7
+
+
+def _stf_value(v) -> str:
+    if isinstance(v, str) and "." in v:
+        return ip32(v)
+    if isinstance(v, str) and ":" in v:
+        return mac48(v)
+    return str(v)
+
+
+def _stf_key(v) -> str:
+    if isinstance(v, tuple):                    # LPM (address, prefix length): nibbles
+        addr, plen = v
+        assert plen % 4 == 0, "p4c's STF driver reads LPM keys only as don't-care nibbles"
+        digits = f"{L.ip(addr):08x}"[:plen // 4]
+        return "0x" + digits + "*" * (8 - len(digits))
+    return _stf_value(v)
+
+
+def stf_entries(state_entries, groups) -> list[str]:
+    """controller.p4rt entries as STF commands (p4c's dialect: nibbles, no /len)."""
+    lines = []
+    for e in state_entries:
+        params = ", ".join(f"{k}:{_stf_value(v)}" for k, v in e.params.items())
+        if e.default:
+            lines.append(f"setdefault {e.table} {e.action}({params})")
+            continue
+        keys = " ".join(f"{k}:{_stf_key(v)}" for k, v in e.match.items())
+        lines.append(f"add {e.table} {keys} {e.action}({params})")
+    node = 0
+    for g in groups:
+        lines.append(f"mc_mgrp_create {g.group_id}")
+        for port, rid in g.replicas:
+            lines += [f"mc_node_create {rid} {port}", f"mc_node_associate {g.group_id} {node}"]
+            node += 1
+    return lines
+
+
+def nr_setup(workers: list[str], switch: str):
+    intent = Intent.from_yaml(NR_TOPO, slot_capacity=1024, max_workers=32)
+    topo = intent.topo
+    job = nr_ctl.NetReducePlanner(topo).create(NR_JOB, "stf", workers, credits=2)
+    state = install_fabric.switch_state(topo, plan_switches(intent)[switch])
+    tables, groups = nr_ctl.entries(topo, job)[switch]
+    lines = [f"# {switch} of {topo.name} (2 leaves x 2 spines x 4 hosts), NetReduce job "
+             f"{NR_JOB} over {', '.join(workers)}: the controller's entries"]
+    return topo, job, lines + stf_entries([*state.table_entries, *tables],
+                                          [*state.multicast_groups, *groups]) + [""]
+
+
+def ip_checksum(header: bytes) -> int:
+    total = sum(int.from_bytes(header[i:i + 2], "big") for i in range(0, 20, 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def roce_frame(smac: str, dmac: str, src: str, dst: str, roce: bytes, ip_id: int = 1) -> bytes:
+    """Ethernet / IPv4 (checksum filled) / UDP 4791 / roce / ICRC, as the transport sends."""
+    ip = bytearray(wire.frame(bytes(map(int, src.split("."))), bytes(map(int, dst.split("."))),
+                              0xC001, ip_id, 0, roce))
+    ip[10:12] = ip_checksum(ip[:20]).to_bytes(2, "big")
+    return bytes.fromhex(dmac.replace(":", "") + smac.replace(":", "")) + b"\x08\x00" + bytes(ip)
+
+
+def nr_values(values) -> bytes:
+    return b"".join((v & 0xFFFFFFFF).to_bytes(4, "big") for v in values)
+
+
+def nr_result(dqpn: int, g: int, values, ackreq: bool) -> bytes:
+    """The RoCE part of a sum: WRITE ONLY of packet g, RETH (va = 256 g, rkey = job)."""
+    return (wire.bth(wire.WRITE_ONLY, dqpn, g, ackreq=ackreq)
+            + wire.reth(g * nr.PKT_BYTES, NR_JOB, nr.PKT_BYTES) + nr_values(values))
+
+
+def netreduce() -> list[str]:
+    workers = ["h1", "h2"]
+    topo, job, lines = nr_setup(workers, "leaf1")
+    agg = topo.switch("leaf1").service_ip
+    ipsn = {"h1": 0x00FFFE, "h2": 0x7A0000}       # h1's PSNs wrap inside the message
+    result_qpn, reply_ack = nr.worker_qpns(len(workers), NR_JOB)
+    vals = {w: [[(r * 64 + i) * (k + 1) * 0x01010101 - 2**31 for i in range(nr.VALUES)]
+                for k in range(2)] for r, w in enumerate(workers)}
+
+    def contribution(w: str, g: int) -> tuple[int, bytes]:
+        h = topo.host(w)
+        qpn, _ = nr.aggregator_qpns(workers.index(w), NR_JOB)
+        psn = (ipsn[w] + g) & wire.PSN_MASK
+        if g % nr.MSG_PKTS == 0:
+            roce = wire.bth(wire.WRITE_FIRST, qpn, psn) + \
+                wire.reth(g * nr.PKT_BYTES, NR_JOB, nr.MSG_BYTES)
+        else:
+            roce = wire.bth(wire.WRITE_MIDDLE, qpn, psn)
+        return h.leaf_port, roce_frame(h.mac, h.gateway_mac, h.ip, agg, roce + nr_values(vals[w][g]))
+
+    def results(g: int, ackreq: bool, only: str | None = None) -> list[str]:
+        out = []
+        summed = [sum(c) for c in zip(*(vals[w][g] for w in workers), strict=True)]
+        for w in workers if only is None else [only]:
+            h = topo.host(w)
+            out += expect(h.leaf_port, roce_frame(topo.switch("leaf1").port_mac(h.leaf_port),
+                                                  h.mac, agg, h.ip,
+                                                  nr_result(result_qpn, g, summed, ackreq)))
+        return out
+
+    lines += packet(*contribution("h1", 1), "a later packet before its connection's first one: "
+                    "no anchor, refused (nr_events 5)")
+    lines += packet(*contribution("h1", 0), "h1's first packet (RETH va 0): anchors its QP, "
+                    "counted, consumed")
+    lines += packet(*contribution("h1", 1), "h1's later packet, mapped by PSN (0x00FFFF) to slot 1")
+    lines += packet(*contribution("h1", 1), "the same packet again (go-back-N): a duplicate, "
+                    "consumed, not added (nr_events 1)")
+    lines += packet(*contribution("h2", 0), "h2's first packet completes slot 0: the sum to h1 "
+                    "and h2 as WRITE ONLY, PSN 0, no ACK request inside a message")
+    lines += results(0, False)
+    lines += packet(*contribution("h2", 1), "h2's later packet completes slot 1")
+    lines += results(1, False)
+    lines += packet(*contribution("h1", 1), "h1 retransmits after completion: the kept sum, "
+                    "to h1 alone, with an ACK request (nr_events 2)")
+    lines += results(1, True, only="h1")
+    h = topo.host("h1")
+    _, ack_qpn = nr.aggregator_qpns(0, NR_JOB)
+    ack = wire.bth(wire.ACKNOWLEDGE, ack_qpn, 1) + wire.aeth_echo(wire.AETH_ACK, 2, 0xC001, 0)
+    lines += packet(h.leaf_port, roce_frame(h.mac, h.gateway_mac, h.ip, agg, ack),
+                    "h1 acknowledges results up to packet 1: the ACK of its own PSN 0x00FFFF")
+    back = wire.bth(wire.ACKNOWLEDGE, reply_ack, (ipsn["h1"] + 1) & wire.PSN_MASK) + \
+        wire.aeth_echo(wire.AETH_ACK, 2, 0xC001, 0)
+    lines += expect(h.leaf_port, roce_frame(topo.switch("leaf1").port_mac(h.leaf_port), h.mac,
+                                            agg, h.ip, back))
+    return lines + ["", "check_counter nr_events(0) packets == 4",
+                    "check_counter nr_events(1) packets == 1",
+                    "check_counter nr_events(2) packets == 1",
+                    "check_counter nr_events(3) packets == 2",
+                    "check_counter nr_events(5) packets == 1",
+                    "check_counter nr_events(6) packets == 1"]
+
+
+def netreduce_spine() -> list[str]:
+    workers = ["h1", "h2", "h5"]                  # leaf1: h1, h2; leaf2: h5
+    topo, job, lines = nr_setup(workers, job_spine := "spine1")
+    assert job.spine == job_spine
+    spine = topo.switch(job_spine)
+    me = job.stages[-1].address
+    leaves = ["leaf1", "leaf2"]
+    partial = {"leaf1": [7] * nr.VALUES, "leaf2": [2**31 - 1] * nr.VALUES}
+    summed = [7 + 2**31 - 1] * nr.VALUES
+
+    def up(leaf: str, g: int) -> tuple[int, bytes]:
+        link = topo.links_between(leaf, job_spine)[0]
+        lf = topo.switch(leaf)
+        roce = wire.bth(wire.WRITE_ONLY, nr_ctl.up_qpn(topo, leaf, NR_JOB), g, ackreq=True) + \
+            wire.reth(g * nr.PKT_BYTES, NR_JOB, nr.PKT_BYTES) + nr_values(partial[leaf])
+        return link.port_of(job_spine), roce_frame(lf.port_mac(link.port_of(leaf)),
+                                                   spine.port_mac(link.port_of(job_spine)),
+                                                   lf.service_ip, me, roce)
+
+    def down(leaf: str, g: int, ackreq: bool) -> list[str]:
+        link = topo.links_between(leaf, job_spine)[0]
+        lf = topo.switch(leaf)
+        return expect(link.port_of(job_spine),
+                      roce_frame(spine.port_mac(link.port_of(job_spine)),
+                                 lf.port_mac(link.port_of(leaf)), me, lf.service_ip,
+                                 nr_result(nr_ctl.down_qpn(topo, leaf, NR_JOB), g, summed,
+                                           ackreq)))
+
+    lines += packet(*up("leaf1", 0), "leaf1's partial sum of packet 0 (a WRITE ONLY, PSN 0): "
+                    "consumed")
+    lines += packet(*up("leaf2", 0), "leaf2's completes it: the sum (wrapping) to both leaves, "
+                    "each on its down QP")
+    for leaf in leaves:
+        lines += down(leaf, 0, False)
+    lines += packet(*up("leaf2", 0), "leaf2 resends its partial (a worker missed the result): "
+                    "the kept sum to leaf2 alone")
+    lines += down("leaf2", 0, True)
+    return lines + ["", "check_counter nr_events(0) packets == 2",
+                    "check_counter nr_events(2) packets == 1",
+                    "check_counter nr_events(3) packets == 1"]
+
+
 FILES = {
     "routing": ("LPM routing, MAC rewrite, TTL, checksum, IPv4 options, unknown protocol", routing),
     "ecmp": ("ECMP member = crc32(src, dst, proto, sport, dport) % size", ecmp),
@@ -305,6 +497,11 @@ FILES = {
                  "port-liveness table", failover),
     "switchml": ("SwitchML-style aggregation of 2 workers: sums, duplicates, kept result",
                  switchml),
+    "netreduce": ("NetReduce on a leaf: first packet (RETH anchor), later packet (by PSN), "
+                  "duplicate, retransmission after completion, ACK translation", netreduce),
+    "netreduce_spine": ("NetReduce's spine stage: the leaves' partial sums, the sum down to "
+                        "each leaf, a resent partial answered from the kept sum",
+                        netreduce_spine),
 }
 
 if __name__ == "__main__":

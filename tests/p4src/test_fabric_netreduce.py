@@ -54,8 +54,8 @@ class Fabric:
             state = install_fabric.switch_state(self.topo, plans[name])
             tables, groups = nr_entries.get(name, ([], []))
             for ent in [*state.table_entries, *tables]:
-                pipe.write(p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT,
-                                                entity=ent.to_proto(self.schema)))
+                kind = p4runtime_pb2.Update.MODIFY if ent.default else p4runtime_pb2.Update.INSERT
+                pipe.write(p4runtime_pb2.Update(type=kind, entity=ent.to_proto(self.schema)))
             for g in [*state.multicast_groups, *groups]:
                 pipe.write(p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT,
                                                 entity=g.to_proto()))
@@ -107,9 +107,10 @@ class Fabric:
             roce = wire.bth(wire.WRITE_LAST if last else wire.WRITE_MIDDLE, data_qpn, psn) + payload
         return self.from_host(w, roce)
 
-    def ack(self, w, g, syndrome=wire.AETH_ACK):
+    def ack(self, w, g, syndrome=wire.AETH_ACK, echo=True):
         _, ack_qpn = nr.aggregator_qpns(self.rank(w), JOB)
-        roce = wire.bth(wire.ACKNOWLEDGE, ack_qpn, g) + wire.aeth_echo(syndrome, 1, 0xC005, 0)
+        aeth = wire.aeth_echo(syndrome, 1, 0xC005, 0)
+        roce = wire.bth(wire.ACKNOWLEDGE, ack_qpn, g) + (aeth if echo else aeth[:4])
         return self.from_host(w, bytes(roce))
 
 
@@ -206,8 +207,9 @@ def test_ack_of_results_becomes_the_ack_of_contributions(fabric_config):
     fab = Fabric(fabric_config, ["h1", "h2"])
     fab.contribution("h1", 0, [1] * nr.VALUES)
     _, reply_ack_qpn = nr.worker_qpns(2, JOB)
-    for syndrome in (wire.AETH_ACK, wire.AETH_NAK_PSN):
-        ((port, frame),) = fab.ack("h1", 3, syndrome)
+    for syndrome, echo in ((wire.AETH_ACK, True), (wire.AETH_NAK_PSN, True),
+                           (wire.AETH_ACK, False)):      # a plain RoCE ACK works too
+        ((port, frame),) = fab.ack("h1", 3, syndrome, echo)
         ip = Ether(frame)[IP]
         raw = bytes(ip)
         op, _, dqpn, psn, _, _ = wire.parse_bth(raw[28:])

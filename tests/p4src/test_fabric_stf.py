@@ -11,6 +11,7 @@ pytest_plugins = ["fabric_fixtures"]  # the `sw` fixture
 
 STF_FILES = sorted((FABRIC_P4.parent / "tests").glob("*.stf"))
 FEATURES = {"routing", "ecmp", "pin", "spray", "slices", "ecn", "multicast", "failover",
+            "netreduce", "netreduce_spine",
             "switchml"}
 
 
