@@ -21,19 +21,29 @@ def compile_program(path, include_dirs=(), defines=None):
     return p4info.build(program), frontend.config_bytes(program)
 
 
-def load(path, include_dirs=(), defines=None, cpu_port=None):
-    """Compiles a P4 program and returns a Switch running it. Raises P4CompileError."""
+def load(path, include_dirs=(), defines=None, cpu_port=None, backend="python"):
+    """Compiles a P4 program and returns a Switch running it on `backend` ("python", the
+    reference semantics, or "native", compiled to C). Raises P4CompileError, and
+    native.Unsupported for a program the native backend does not run."""
     from . import frontend, p4info
-    from .switch import Switch
     program = frontend.compile_file(str(path), include_dirs, defines)
-    return Switch(program, p4info.build(program), cpu_port=cpu_port)
+    return _switch(backend)(program, p4info.build(program), cpu_port=cpu_port)
 
 
-def load_config(info, config: bytes, cpu_port=None):
+def load_config(info, config: bytes, cpu_port=None, backend="python"):
     """A Switch from `p4switch compile` outputs (P4Info message and device config bytes)."""
     from . import frontend
+    return _switch(backend)(frontend.program_from_config(config), info, cpu_port=cpu_port)
+
+
+def _switch(backend):
+    if backend == "native":
+        from .native.switch import NativeSwitch
+        return NativeSwitch
+    if backend != "python":
+        raise ValueError(f"unknown backend {backend!r}: want 'python' or 'native'")
     from .switch import Switch
-    return Switch(frontend.program_from_config(config), info, cpu_port=cpu_port)
+    return Switch
 
 
 def __getattr__(name):

@@ -1,0 +1,19 @@
+"""The native backend of p4switch: the lowered program compiled to C (see README.md)."""
+from __future__ import annotations
+
+from .build import compiler
+from .lowered import Unsupported
+
+__all__ = ["Unsupported", "available", "default_backend", "unavailable_reason"]
+
+
+def available() -> bool:
+    return compiler() is not None
+
+
+def unavailable_reason() -> str:
+    return "no C compiler (cc) found: p4switch runs the Python backend instead of the native one"
+
+
+def default_backend() -> str:
+    return "native" if available() else "python"

@@ -1,0 +1,81 @@
+"""Compiles a program's C with the system C compiler, cached by content hash, and loads it with
+ctypes. Every load gets its own copy of the shared object, so two switches running the same
+program in one process do not share tables or registers."""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+CFLAGS = ["-O2", "-shared", "-fPIC", "-pthread", "-w"]
+
+
+def compiler() -> str | None:
+    return shutil.which(os.environ.get("CC", "cc"))
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    d = Path(base) / "p4switch-native"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def shared_object(source: str) -> Path:
+    cc = compiler()
+    if cc is None:
+        raise RuntimeError("the native backend needs a C compiler (cc) and none was found")
+    digest = hashlib.sha256((" ".join(CFLAGS) + "\n" + source).encode()).hexdigest()[:24]
+    so = cache_dir() / f"{digest}.so"
+    if so.exists():
+        return so
+    with tempfile.TemporaryDirectory() as tmp:
+        c = Path(tmp) / "prog.c"
+        c.write_text(source)
+        out = Path(tmp) / "prog.so"
+        run = subprocess.run([cc, *CFLAGS, "-o", str(out), str(c)], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise RuntimeError(f"cc failed on the generated program:\n{run.stderr[-4000:]}")
+        tmp_so = so.with_suffix(f".{os.getpid()}.tmp")
+        shutil.copyfile(out, tmp_so)
+        os.replace(tmp_so, so)
+    return so
+
+
+def load(source: str) -> ctypes.CDLL:
+    so = shared_object(source)
+    fd, private = tempfile.mkstemp(suffix=".so", prefix="p4switch-")
+    os.close(fd)
+    try:
+        shutil.copyfile(so, private)
+        lib = ctypes.CDLL(private)
+    finally:
+        os.unlink(private)
+    _signatures(lib)
+    return lib
+
+
+def _signatures(lib):
+    u32, u64p, u32p = ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
+    lib.sw_process.argtypes = [u32, ctypes.c_char_p, u32, ctypes.c_void_p, u32, u32p, u32]
+    lib.sw_process.restype = ctypes.c_int
+    lib.sw_bench.argtypes = [u32, ctypes.c_char_p, u32, u32]
+    lib.sw_bench.restype = ctypes.c_double
+    lib.sw_table_set.argtypes = [ctypes.c_int, u32, u64p, u64p, u64p, ctypes.c_int]
+    lib.sw_table_default.argtypes = [ctypes.c_int, ctypes.c_uint64, u64p]
+    lib.sw_table_counters.argtypes = [ctypes.c_int, u64p, u64p, u64p]
+    lib.sw_table_counters.restype = u32
+    lib.sw_profile_set.argtypes = [ctypes.c_int, u32, u64p, u32, u64p, u32]
+    lib.sw_mc_set.argtypes = [u32, ctypes.c_int, u32, u32p]
+    lib.sw_clone_set_all.argtypes = [u32, u64p]
+    lib.sw_register.argtypes = [ctypes.c_int]
+    lib.sw_register.restype = u64p
+    lib.sw_counter.argtypes = [ctypes.c_int, ctypes.c_int]
+    lib.sw_counter.restype = u64p
+    lib.sw_digests.argtypes = [u64p, u32]
+    lib.sw_digests.restype = u32
+    lib.sw_assert_info.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]

@@ -1,0 +1,784 @@
+"""Statements and expressions of the lowered program -> C, shared by the stage generators.
+
+Every integer is an `i128` in C: the lowered Python masks each result to its P4 width, so as
+long as no value needs more than 127 bits the C arithmetic is the Python arithmetic (fields
+wider than 64 bits are refused). Headers, structs, unions and stacks are C structs; a control's
+frame `F` is a C struct whose struct-typed members bound to parameters are pointers. Functions
+are generated on first call with the kinds of their arguments."""
+from __future__ import annotations
+
+import ast
+
+from .lowered import INT, Lowered, Struct, Unsupported, cname
+
+HASHES = {"crc32": "H_CRC32", "crc32_custom": "H_CRC32", "crc16": "H_CRC16",
+          "crc16_custom": "H_CRC16", "csum16": "H_CSUM16", "xor16": "H_XOR16",
+          "identity": "H_IDENTITY", "random": "H_RANDOM"}
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&", ast.BitOr: "|",
+           ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
+_CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+class Ex:
+    __slots__ = ("code", "kind", "copy")
+
+    def __init__(self, code, kind, copy=False):
+        self.code, self.kind, self.copy = code, kind, copy
+
+
+def _fail(node, what):
+    raise Unsupported(f"{what} (line {getattr(node, 'lineno', '?')} of the lowered program)")
+
+
+class Func:
+    """One generated C function while its body is being translated."""
+
+    def __init__(self, cname_, params):
+        self.cname = cname_
+        self.locals: dict[str, Ex] = dict(params)
+        self.decls: list[str] = []
+        self.lines: list[str] = []
+        self.level = 1
+        self.ret = None
+        self.frame = None
+        self.tmp = 0
+
+    def emit(self, line):
+        self.lines.append("    " * self.level + line)
+
+    def fresh(self, base="t"):
+        self.tmp += 1
+        return f"_{base}{self.tmp}"
+
+
+class CodeGen:
+    def __init__(self, low: Lowered, program):
+        self.low, self.program = low, program
+        self.structs = low.structs
+        self.done: dict[tuple, tuple[str, tuple]] = {}   # (name, arg kinds) -> (C name, return kind)
+        self.bodies: list[str] = []
+        self.protos: list[str] = []
+        self.tuples: dict[tuple, str] = {}
+        self.action_ids = {name: i for i, name in enumerate(program.actions)}
+        self.table_ids = {name: i for i, name in enumerate(program.tables)}
+        self.pynames = {n.replace(".", "_"): n for n in program.tables}
+        self.extern_ids: dict[str, tuple[str, int]] = {}
+        counts: dict[str, int] = {}
+        for name, spec in program.externs.items():
+            kind = spec["kind"]
+            group = {"register": "REGS", "counter": "CNTS"}.get(kind)
+            if kind in ("action_profile", "action_selector"):
+                group = "PROFILES"
+            if group:
+                self.extern_ids[_py(name)] = (kind, counts.get(group, 0))
+                counts[group] = counts.get(group, 0) + 1
+            elif kind in ("meter", "direct_meter", "value_set"):
+                self.extern_ids[_py(name)] = (kind, -1)
+        self.digest_frames: list[str] = []
+        self.digest_fns: list[tuple[str, str]] = []   # (digest name, C function)
+        self.fn: Func | None = None
+
+    # ------------------------------------------------------------ types
+    def ctype(self, kind) -> str:
+        if kind == INT:
+            return "i128"
+        if kind[0] == "struct":
+            return kind[1]
+        if kind[0] == "tuple":
+            return self.tuple_type(kind)
+        if kind[0] == "tres":
+            return "tres_t"
+        if kind[0] == "act":
+            return "uint64_t"
+        if kind[0] in ("pkt", "out"):
+            return {"pkt": "cursor_t", "out": "outbuf_t"}[kind[0]] + " *"
+        raise Unsupported(f"value of kind {kind[0]}")
+
+    def tuple_type(self, kind):
+        if kind not in self.tuples:
+            self.tuples[kind] = f"R_{len(self.tuples)}"
+        return self.tuples[kind]
+
+    def member(self, st: Struct, name: str, node):
+        if name not in st.members:
+            _fail(node, f"member {name} of {st.name}")
+        return st.members[name]
+
+    # ------------------------------------------------------------ functions
+    def call_function(self, name: str, args: list[Ex], node) -> Ex:
+        node_fn = self.low.funcs.get(name)
+        if node_fn is None:
+            _fail(node, f"call of {name}")
+        kinds = tuple(a.kind for a in args)
+        key = (name, kinds)
+        if key not in self.done:
+            self.translate_function(name, kinds)
+        cfn, ret = self.done[key]
+        passed = []
+        for a in args:
+            if a.kind[0] == "struct":
+                passed.append(f"&(({a.kind[1]}[]){{{a.code}}})[0]" if a.copy else f"&{a.code}")
+            else:
+                passed.append(a.code)
+        return Ex(f"{cfn}({', '.join(passed)})", ret)
+
+    def translate_function(self, name, kinds, cfn=None):
+        node = self.low.funcs[name]
+        if cfn is None:
+            same = [k for k in self.done if k[0] == name]
+            cfn = name if not same else f"{name}__{len(same)}"
+        if len(node.args.args) != len(kinds):
+            _fail(node, f"call of {name} with {len(kinds)} arguments")
+        params, cparams = {}, []
+        for a, k in zip(node.args.args, kinds, strict=True):
+            pname = "p_" + a.arg if not a.arg.startswith("p_") else a.arg
+            pname = cname(pname)
+            if k[0] == "struct":
+                params[a.arg] = Ex(f"(*{pname})", k)
+                cparams.append(f"{k[1]} *{pname}")
+            elif k[0] == "frame":
+                params[a.arg] = Ex(pname, k)
+                cparams.append(f"{k[1]} *{pname}")
+            elif k[0] in ("pkt", "out", "state"):
+                params[a.arg] = Ex(pname, k)
+                cparams.append({"pkt": "cursor_t", "out": "outbuf_t", "state": "state_t"}[k[0]] + " *" + pname)
+            else:
+                params[a.arg] = Ex(pname, k)
+                cparams.append(f"{self.ctype(k)} {pname}")
+        self.done[(name, kinds)] = (cfn, ("pending",))
+        saved, self.fn = self.fn, Func(cfn, params)
+        f = self.fn
+        f.ret = None
+        self.block(node.body)
+        ret = f.ret or ("void",)
+        self.done[(name, kinds)] = (cfn, ret)
+        rtype = "void" if ret == ("void",) else self.ctype(ret)
+        sig = f"static {rtype} {cfn}({', '.join(cparams) or 'void'})"
+        self.protos.append(sig + ";")
+        self.bodies.append(sig + " {\n" + "".join("    " + d + "\n" for d in f.decls)
+                           + "\n".join(f.lines) + "\n}\n")
+        self.fn = saved
+
+    # ------------------------------------------------------------ statements
+    def block(self, stmts):
+        for st in stmts:
+            self.stmt(st)
+
+    def stmt(self, st):
+        f = self.fn
+        if isinstance(st, ast.Pass):
+            return
+        if isinstance(st, ast.If):
+            if isinstance(st.test, ast.Name) and st.test.id == "_LOG":
+                return
+            f.emit(f"if ({self.cond(st.test)}) {{")
+            f.level += 1
+            self.block(st.body)
+            f.level -= 1
+            if st.orelse:
+                f.emit("} else {")
+                f.level += 1
+                self.block(st.orelse)
+                f.level -= 1
+            f.emit("}")
+            return
+        if isinstance(st, ast.While):
+            if not (isinstance(st.test, ast.Constant) and st.test.value is True):
+                _fail(st, "while loop")
+            f.emit("for (;;) {")
+            f.level += 1
+            self.block(st.body)
+            f.level -= 1
+            f.emit("}")
+            return
+        if isinstance(st, ast.Continue):
+            f.emit("continue;")
+            return
+        if isinstance(st, ast.Break):
+            f.emit("break;")
+            return
+        if isinstance(st, ast.Return):
+            self.ret(st)
+            return
+        if isinstance(st, ast.Raise):
+            self.raise_(st)
+            return
+        if isinstance(st, ast.Expr):
+            self.expr_stmt(st.value)
+            return
+        if isinstance(st, ast.Assign):
+            if len(st.targets) != 1:
+                _fail(st, "chained assignment")
+            self.assign(st.targets[0], st.value, st)
+            return
+        if isinstance(st, ast.AugAssign):
+            tgt = self.expr(st.target)
+            op = _BINOPS.get(type(st.op))
+            if op is None:
+                _fail(st, "augmented assignment")
+            f.emit(f"{tgt.code} {op}= {self.int_expr(st.value)};")
+            return
+        if isinstance(st, ast.For):
+            self.for_(st)
+            return
+        _fail(st, f"statement {type(st).__name__}")
+
+    def ret(self, st):
+        f = self.fn
+        if st.value is None:
+            f.ret = f.ret or ("void",)
+            f.emit("return;")
+            return
+        if isinstance(st.value, ast.Tuple):
+            parts = [self.expr(e) if not _is_none(e) else Ex("0", INT) for e in st.value.elts]
+            kind = ("tuple", tuple(p.kind for p in parts))
+            f.ret = kind
+            f.emit(f"return ({self.tuple_type(kind)}){{{', '.join(p.code for p in parts)}}};")
+            return
+        e = self.expr(st.value)
+        f.ret = e.kind
+        f.emit(f"return {e.code};")
+
+    def raise_(self, st):
+        exc = st.exc
+        if isinstance(exc, ast.Call) and isinstance(exc.func, ast.Name):
+            if exc.func.id == "_Reject":
+                arg = exc.args[0]
+                code = "-1" if _is_none(arg) else self.int_expr(arg)
+                self.fn.emit(f"reject((int)({code}));")
+                return
+            if exc.func.id == "_Exit":
+                self.fn.emit("p4exit();")
+                return
+        _fail(st, "raise")
+
+    def for_(self, st):
+        # the deparser's `for _e in stack.h: _e._emit(out)`
+        if not (isinstance(st.iter, ast.Attribute) and st.iter.attr == "h" and isinstance(st.target, ast.Name)):
+            _fail(st, "for loop")
+        stack = self.expr(st.iter.value)
+        info = self.structs[stack.kind[1]]
+        f = self.fn
+        i = f.fresh("i")
+        f.emit(f"for (int {i} = 0; {i} < {info.size}; {i}++) {{")
+        f.level += 1
+        f.locals[st.target.id] = Ex(f"{stack.code}.h[{i}]", ("struct", info.elem))
+        self.block(st.body)
+        f.level -= 1
+        f.emit("}")
+
+    def assign(self, tgt, value, st, given=None):
+        f = self.fn
+        if given is not None:
+            lhs = self.expr(tgt)
+            f.emit(f"{lhs.code} = {self.coerce(given, lhs.kind, st)};")
+            return
+        if isinstance(tgt, ast.Name):
+            if tgt.id in ("F",) and isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+                    and value.func.id.startswith("F_"):
+                frame = value.func.id
+                self.structs.setdefault(frame, Struct(frame, "F"))
+                f.decls.append(f"{frame} _frame = {{0}}, *F = &_frame;")
+                f.locals["F"] = Ex("F", ("frame", frame))
+                f.frame = frame
+                return
+            rhs = self.expr(value)
+            if rhs.kind[0] in ("frame", "pkt", "out", "state", "str", "class", "tcmp", "void"):
+                _fail(st, f"local variable {tgt.id} of kind {rhs.kind[0]}")
+            if tgt.id not in f.locals:
+                local = cname(tgt.id if not tgt.id.startswith("p_") else tgt.id)
+                f.decls.append(f"{self.ctype(rhs.kind)} {local};")
+                f.locals[tgt.id] = Ex(local, rhs.kind)
+            f.emit(f"{f.locals[tgt.id].code} = {rhs.code};")
+            return
+        if isinstance(tgt, ast.Attribute):
+            base = self.expr(tgt.value)
+            if base.kind[0] == "frame":
+                self.frame_assign(base, tgt.attr, value, st)
+                return
+            if base.kind[0] == "state":
+                self.state_assign(base, tgt.attr, value, st)
+                return
+            lhs = self.attribute(base, tgt.attr, tgt)
+            rhs = self.expr(value)
+            f.emit(f"{lhs.code} = {self.coerce(rhs, lhs.kind, st)};")
+            return
+        if isinstance(tgt, ast.Tuple):
+            # `(a, b) = action(F, a, b, data)`: the out/inout values of an action wrapper
+            rhs = self.expr(value)
+            if rhs.kind[0] != "tuple" or len(rhs.kind[1]) != len(tgt.elts):
+                _fail(st, "tuple assignment")
+            tmp = f.fresh("r")
+            f.decls.append(f"{self.ctype(rhs.kind)} {tmp};")
+            f.emit(f"{tmp} = {rhs.code};")
+            for i, elt in enumerate(tgt.elts):
+                self.assign(elt, None, st, Ex(f"{tmp}.f{i}", rhs.kind[1][i]))
+            return
+        if isinstance(tgt, ast.Subscript):
+            lhs = self.expr(tgt)
+            rhs = self.expr(value)
+            f.emit(f"{lhs.code} = {self.coerce(rhs, lhs.kind, st)};")
+            return
+        _fail(st, "assignment target")
+
+    def coerce(self, rhs: Ex, kind, node) -> str:
+        if rhs.kind == kind or (rhs.kind[0] == "act" and kind == INT):
+            return rhs.code
+        if rhs.kind == ("bool",) and kind == INT:
+            return rhs.code
+        _fail(node, f"assignment of {rhs.kind[0]} to {kind[0]}")
+
+    def frame_assign(self, base, attr, value, st):
+        f = self.fn
+        frame = self.structs[base.kind[1]]
+        name = cname(attr)
+        rhs = self.expr(value)
+        if attr not in frame.members:
+            kind = ("bool",) if rhs.kind == ("bool",) else rhs.kind
+            kind = INT if kind in (("bool",), ("act",)) else kind
+            frame.members[attr] = kind
+            if kind[0] == "struct" and isinstance(value, ast.Name):
+                frame.refs.add(attr)
+                f.emit(f"{base.code}->{name} = &{rhs.code};")
+                return
+        kind = frame.members[attr]
+        lhs = f"(*{base.code}->{name})" if attr in frame.refs else f"{base.code}->{name}"
+        f.emit(f"{lhs} = {self.coerce(rhs, kind, st)};")
+
+    def state_assign(self, base, attr, value, st):
+        f, s = self.fn, base.code
+        if attr == "clone" and isinstance(value, ast.Tuple):
+            kind, session, fl = value.elts
+            fl_code = "-1" if _is_none(fl) else self.int_expr(fl)
+            f.emit(f"{s}->clone_kind = {self.int_expr(kind)}; {s}->clone_session = {self.int_expr(session)}; "
+                   f"{s}->clone_fl = {fl_code};")
+            return
+        if attr in ("resubmit", "recirculate"):
+            f.emit(f"{s}->{attr} = {self.int_expr(value)};")
+            return
+        if attr == "truncate":
+            # `_S.truncate = N if _S.truncate is None else min(_S.truncate, N)`
+            n = self.int_expr(value.body)
+            f.emit(f"{s}->truncate = {s}->truncate < 0 ? (int64_t)({n}) : (int64_t)p4_min({s}->truncate, {n});")
+            return
+        if attr == "digest":
+            self.digest(s, value, st)
+            return
+        _fail(st, f"packet state {attr}")
+
+    def digest(self, s, value, st):
+        name, lam = value.elts[0].value, value.elts[1]
+        f = self.fn
+        if f.frame is None and "F" not in f.locals:
+            _fail(st, "digest outside a control")
+        frame = f.locals["F"].kind[1]
+        idx = len(self.digest_fns)
+        # the record is made at the end of ingress (as the Python backend's lambda): keep the frame
+        cfn = f"DIGEST_{idx}"
+        self.digest_frames.append(frame)
+        saved, self.fn = self.fn, Func(cfn, {"F": Ex("F", ("frame", frame))})
+        call = lam.body
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "_mk"):
+            _fail(st, "digest record")
+        vals = []
+        for a in call.args:
+            e = self.expr(a)
+            if e.kind != INT:
+                _fail(st, "digest field that is not a bit<W> value")
+            vals.append(e.code)
+        for i, v in enumerate(vals):
+            self.fn.emit(f"out[{i}] = (uint64_t)({v});")
+        body = self.fn
+        self.fn = saved
+        self.bodies.append(f"static void {cfn}(const {frame} *F, uint64_t *out) {{\n"
+                           + "".join("    " + d + "\n" for d in body.decls) + "\n".join(body.lines) + "\n}\n")
+        self.protos.append(f"static void {cfn}(const {frame} *F, uint64_t *out);")
+        self.digest_fns.append((name, cfn, frame, len(vals)))
+        f.emit(f"{s}->digest = {idx}; memcpy(&{s}->digest_frame, F, sizeof(*F));")
+
+    def expr_stmt(self, v):
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "_log":
+            return
+        if isinstance(v, ast.Subscript):
+            return          # `_r2[0]`: a function's unused return value
+        e = self.expr(v, statement=True)
+        if e.code:
+            self.fn.emit(e.code + ";")
+
+    # ------------------------------------------------------------ expressions
+    def cond(self, node) -> str:
+        e = self.expr(node)
+        if e.kind not in (INT, ("bool",)):
+            _fail(node, f"condition of kind {e.kind[0]}")
+        return e.code
+
+    def int_expr(self, node) -> str:
+        e = self.expr(node)
+        if e.kind not in (INT, ("bool",), ("act",)):
+            _fail(node, f"integer expression of kind {e.kind[0]}")
+        return e.code
+
+    def expr(self, node, statement=False) -> Ex:
+        f = self.fn
+        if isinstance(node, ast.Constant):
+            v = node.value
+            if isinstance(v, bool):
+                return Ex("1" if v else "0", ("bool",))
+            if isinstance(v, int):
+                return Ex(_int_literal(v), INT)
+            if isinstance(v, str):
+                return Ex(repr(v), ("str", v))
+            if v is None:
+                return Ex("-1", ("none",))
+            _fail(node, f"constant {v!r}")
+        if isinstance(node, ast.Name):
+            if node.id in f.locals:
+                return f.locals[node.id]
+            if node.id == "_S":
+                return Ex("CUR", ("state",))
+            if node.id in self.structs:
+                return Ex(node.id, ("class", node.id))
+            _fail(node, f"name {node.id}")
+        if isinstance(node, ast.Attribute):
+            base = self.expr(node.value)
+            return self.attribute(base, node.attr, node)
+        if isinstance(node, ast.BinOp):
+            return self.binop(node)
+        if isinstance(node, ast.UnaryOp):
+            e = self.int_expr(node.operand)
+            op = {ast.USub: "-", ast.Not: "!", ast.Invert: "~", ast.UAdd: "+"}[type(node.op)]
+            return Ex(f"({op}{e})", ("bool",) if op == "!" else INT)
+        if isinstance(node, ast.BoolOp):
+            op = " && " if isinstance(node.op, ast.And) else " || "
+            return Ex("(" + op.join(self.cond(v) for v in node.values) + ")", ("bool",))
+        if isinstance(node, ast.Compare):
+            return self.compare(node)
+        if isinstance(node, ast.IfExp):
+            a, b = self.expr(node.body), self.expr(node.orelse)
+            return Ex(f"(({self.cond(node.test)}) ? {a.code} : {b.code})", a.kind if a.kind != ("bool",) else b.kind)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
+        if isinstance(node, ast.Call):
+            return self.call(node, statement)
+        _fail(node, f"expression {type(node).__name__}")
+
+    def binop(self, node):
+        if isinstance(node.op, ast.Add) and _is_payload(node.right):
+            _fail(node, "bytes concatenation outside a checksum")
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            _fail(node, f"operator {type(node.op).__name__}")
+        a, b = self.int_expr(node.left), self.int_expr(node.right)
+        if op in ("<<", ">>"):
+            return Ex(f"({a} {op} (int)({b}))", INT)
+        return Ex(f"({a} {op} {b})", INT)
+
+    def compare(self, node):
+        left = self.expr(node.left)
+        parts = []
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = self.expr(right_node)
+            if isinstance(op, ast.Is | ast.IsNot):
+                _fail(node, "`is` comparison")
+            cop = _CMPOPS[type(op)]
+            if left.kind[0] == "tcmp" or right.kind[0] == "tcmp":
+                if left.kind[0] != "tcmp" or right.kind[0] != "tcmp" or left.kind[1] != right.kind[1]:
+                    _fail(node, "comparison of different header/struct types")
+                eq = f"EQ_{left.kind[1]}(&{left.code}, &{right.code})"
+                parts.append(eq if cop == "==" else f"!{eq}")
+            elif left.kind[0] == "act" or right.kind[0] == "act":
+                other = right if left.kind[0] == "act" else left
+                this = left if left.kind[0] == "act" else right
+                if other.kind[0] != "str":
+                    _fail(node, "action_run compared with a value")
+                aid = self.action_ids.get(other.kind[1])
+                if aid is None:
+                    _fail(node, f"action {other.kind[1]}")
+                parts.append(f"({this.code} {cop} {aid})")
+            else:
+                if left.kind not in (INT, ("bool",)) or right.kind not in (INT, ("bool",)):
+                    _fail(node, "comparison")
+                parts.append(f"({left.code} {cop} {right.code})")
+            left = right
+        return Ex("(" + " && ".join(parts) + ")" if len(parts) > 1 else parts[0], ("bool",))
+
+    def subscript(self, node):
+        base = self.expr(node.value)
+        idx = node.slice
+        if base.kind[0] in ("tuple", "tres"):
+            i = idx.value
+            if base.kind[0] == "tres":
+                return Ex(f"{base.code}.hit" if i == 0 else f"{base.code}.act",
+                          ("bool",) if i == 0 else ("act",))
+            return Ex(f"{base.code}.f{i}", base.kind[1][i])
+        if base.kind[0] == "harray":
+            return Ex(f"{base.code}[(int)({self.int_expr(idx)})]", ("struct", base.kind[1]))
+        _fail(node, "subscript")
+
+    def attribute(self, base: Ex, attr: str, node) -> Ex:
+        k = base.kind
+        if k[0] == "frame":
+            frame = self.structs[k[1]]
+            if attr not in frame.members:
+                _fail(node, f"control local {attr} read before it is set")
+            mk = frame.members[attr]
+            if attr in frame.refs:
+                return Ex(f"(*{base.code}->{cname(attr)})", mk)
+            return Ex(f"{base.code}->{cname(attr)}", mk)
+        if k[0] == "state":
+            if attr in ("hdr", "meta", "sm"):
+                role = {"hdr": "HDR", "meta": "META", "sm": "SM"}[attr]
+                return Ex(f"{base.code}->{attr}", ("struct", self.low.roles[role]))
+            if attr == "plen":
+                return Ex(f"(i128){base.code}->plen", INT)
+            if attr == "payload":
+                return Ex(base.code, ("payload",))
+            if attr in ("resubmit", "recirculate", "truncate"):
+                return Ex(f"{base.code}->{attr}", ("optint",))
+            _fail(node, f"packet state {attr}")
+        if k[0] == "struct":
+            st = self.structs[k[1]]
+            if st.kind == "K":
+                if attr == "h":
+                    return Ex(f"{base.code}.h", ("harray", st.elem))
+                if attr == "nxt":
+                    return Ex(f"{base.code}.nxt", INT)
+                _fail(node, f"header stack member {attr}")
+            mk = self.member(st, attr, node)
+            return Ex(f"{base.code}.{cname(attr)}", mk)
+        _fail(node, f"attribute {attr} of a {k[0]}")
+
+    # ------------------------------------------------------------ calls
+    def call(self, node, statement):
+        fn = node.func
+        if isinstance(fn, ast.Name):
+            return self.call_name(fn.id, node, statement)
+        if isinstance(fn, ast.Attribute):
+            if isinstance(fn.value, ast.Name) and fn.value.id.startswith("X_"):
+                return self.extern_call(fn.value.id[2:], fn.attr, node)
+            base = self.expr(fn.value)
+            return self.method(base, fn.attr, node, statement)
+        _fail(node, "call")
+
+    def call_name(self, name, node, statement):
+        args = node.args
+        if name in self.structs:
+            if args:
+                _fail(node, f"constructor arguments of {name}")
+            return Ex(f"(({name}){{0}})", ("struct", name), copy=True)
+        if name == "_hash":
+            return self.hash_call(node)
+        if name == "_bytes":
+            _fail(node, "field list outside a hash or checksum")
+        simple = {"_mod": "p4_mod", "_ix": "p4_ix", "min": "p4_min", "max": "p4_max", "_random": "p4_random"}
+        if name in simple:
+            return Ex(f"{simple[name]}({', '.join(self.int_expr(a) for a in args)})", INT)
+        if name == "_shl":
+            a, b = self.int_expr(args[0]), self.int_expr(args[1])
+            return Ex(f"p4_shl({a}, {b}, {args[2].value}, {int(bool(args[3].value))})", INT)
+        if name == "_div":
+            return Ex(f"p4_div({self.int_expr(args[0])}, {self.int_expr(args[1])}, {int(bool(args[2].value))})", INT)
+        if name == "int":
+            return Ex(f"((i128)({self.int_expr(args[0])}))", INT)
+        if name == "_assert_fail":
+            kind = 0 if args[0].value == "assert" else 1
+            return Ex(f"assert_fail({kind}, {args[1].value})", ("void",))
+        if name == "_log":
+            return Ex("", ("void",))
+        if name.startswith("T_"):
+            return self.table_call(name[2:], node)
+        if name in self.low.funcs:
+            return self.call_function(name, [self.expr(a) for a in args], node)
+        _fail(node, f"call of {name}")
+
+    def method(self, base: Ex, attr, node, statement):
+        k = base.kind
+        args = node.args
+        if k[0] == "class":
+            cls, what = k[1], attr
+            if what == "_mk":
+                st = self.structs[cls]
+                names = [m for m in st.members if m != "_v"]
+                vals = [self.expr(a) for a in args]
+                inits = [f".{cname(n)} = {v.code}" for n, v in zip(names, vals, strict=False)]
+                if st.kind == "H":
+                    valid = "1"
+                    for kw in node.keywords:
+                        if kw.arg == "_v":
+                            valid = self.int_expr(kw.value)
+                    inits.insert(0, f"._v = {valid}")
+                return Ex(f"(({cls}){{{', '.join(inits)}}})", ("struct", cls), copy=True)
+            if what == "_peek":
+                pkt = self.expr(args[0])
+                return Ex(f"PEEK_{cls}({pkt.code})", ("struct", cls), copy=True)
+            _fail(node, f"class method {what}")
+        if k[0] == "struct":
+            st = self.structs[k[1]]
+            if attr == "_copy":
+                return Ex(base.code, k, copy=True)
+            if attr == "_t":
+                return Ex(base.code, ("tcmp", k[1]))
+            if attr == "_extv":
+                _fail(node, f"varbit field (two-argument extract) of header {_p4name(k[1])}")
+            if attr == "_ext" and st.kind == "H":
+                return Ex(f"EXT_{k[1]}(&{base.code}, {self.expr(args[0]).code})", ("void",))
+            if attr == "_emit" and st.kind == "H":
+                return Ex(f"EMIT_{k[1]}(&{base.code}, {self.expr(args[0]).code})", ("void",))
+            if st.kind == "K":
+                n = st.size
+                if attr == "_next":
+                    return Ex(f"{base.code}.h[stack_next({base.code}.nxt, {n})]", ("struct", st.elem))
+                if attr == "_last":
+                    return Ex(f"{base.code}.h[stack_last({base.code}.nxt)]", ("struct", st.elem))
+                if attr == "_last_any":
+                    return Ex(f"{base.code}.h[{base.code}.nxt > 0 ? (int)({base.code}.nxt - 1) : 0]", ("struct", st.elem))
+                if attr == "_ext_next":
+                    pkt = self.expr(args[0]).code
+                    return Ex(f"EXT_{st.elem}(&{base.code}.h[stack_next({base.code}.nxt, {n})], {pkt}), "
+                              f"{base.code}.nxt++", ("void",))
+                if attr in ("push_front", "pop_front"):
+                    return Ex(f"{attr.upper()}_{st.name}(&{base.code}, {self.int_expr(args[0])})", ("void",))
+            _fail(node, f"method {attr} of {st.name}")
+        if k[0] == "pkt":
+            if attr == "advance":
+                return Ex(f"pkt_advance({base.code}, {self.int_expr(args[0])})", ("void",))
+            if attr == "peek":
+                return Ex(f"((i128)pkt_peek({base.code}, {args[0].value}))", INT)
+        _fail(node, f"method {attr}")
+
+    def extern_call(self, pyname, method, node):
+        kind, idx = self.extern_ids.get(pyname, (None, -1))
+        args = node.args
+        if kind == "register":
+            if method == "read":
+                return Ex(f"reg_read(&REGS[{idx}], {self.int_expr(args[0])})", INT)
+            if method == "write":
+                return Ex(f"reg_write(&REGS[{idx}], {self.int_expr(args[0])}, {self.int_expr(args[1])})", ("void",))
+        if kind == "counter" and method == "count":
+            return Ex(f"cnt_count(&CNTS[{idx}], {self.int_expr(args[0])}, CUR->plen)", ("void",))
+        if kind in ("meter", "direct_meter"):
+            _fail(node, "meter extern (meter/direct_meter)")
+        if kind == "value_set":
+            _fail(node, "parser value_set")
+        _fail(node, f"extern call {method} on {pyname}")
+
+    def hash_call(self, node):
+        algo = node.args[0].value
+        if algo not in HASHES:
+            _fail(node, f"hash algorithm {algo}")
+        data = node.args[1]
+        payload = False
+        if isinstance(data, ast.BinOp) and isinstance(data.op, ast.Add) and _is_payload(data.right):
+            payload, data = True, data.left
+        if not (isinstance(data, ast.Call) and isinstance(data.func, ast.Name) and data.func.id == "_bytes"):
+            _fail(node, "hash input")
+        nbits = data.args[1].value
+        terms = _concat_terms(data.args[0])
+        f = self.fn
+        buf = f.fresh("hb")
+        nbytes = (nbits + 7) // 8
+        f.decls.append(f"uint8_t {buf}[{nbytes + 1}];")
+        puts = [f"memset({buf}, 0, {nbytes + 1})"]
+        prev = nbits
+        for expr, shift in terms:
+            width = prev - shift
+            if width <= 0 or width > 127:
+                _fail(node, "field list")
+            puts.append(f"putbits128({buf}, {nbits - prev}, {width}, {self.int_expr(expr)})")
+            prev = shift
+        if prev != 0:
+            _fail(node, "field list")
+        tail = "CUR->data->d + CUR->payload_off, CUR->data->len - CUR->payload_off" if payload else "NULL, 0"
+        puts.append(f"hash_run({HASHES[algo]}, {buf}, {nbytes}, {tail})")
+        return Ex("({ " + "; ".join(puts) + "; })", INT)
+
+    def table_call(self, pyname, node):
+        name = self.pynames.get(pyname)
+        if name is None:
+            _fail(node, f"table {pyname}")
+        frame = self.expr(node.args[0])
+        key = (f"T_{pyname}", (frame.kind,))
+        if key not in self.done:
+            self.translate_table(name, pyname, frame.kind)
+        return Ex(f"{self.done[key][0]}({frame.code})", ("tres",))
+
+    def translate_table(self, name, pyname, frame_kind):
+        node = self.low.funcs[f"T_{pyname}"]
+        tid = self.table_ids[name]
+        spec = self.program.tables[name]
+        cfn = f"T_{pyname}"
+        self.done[(cfn, (frame_kind,))] = (cfn, ("tres",))
+        saved, self.fn = self.fn, Func(cfn, {"F": Ex("F", frame_kind)})
+        f = self.fn
+        key_node = node.body[0].value
+        apply_call = node.body[1].value
+        keys = [self.int_expr(e) for e in key_node.elts]
+        sel_node = apply_call.args[1]
+        f.decls.append(f"i128 key[{max(len(keys), 1)}];")
+        for i, k in enumerate(keys):
+            f.emit(f"key[{i}] = {k};")
+        sel = "NULL, NULL, 0"
+        if not _is_none(sel_node):
+            sels = [self.int_expr(e) for e in sel_node.elts]
+            widths = [k["width"] for k in spec.get("selector_keys", [])]
+            f.decls.append(f"i128 sel[{len(sels)}];")
+            f.decls.append(f"static const unsigned selw[{len(sels)}] = {{{', '.join(map(str, widths))}}};")
+            for i, s in enumerate(sels):
+                f.emit(f"sel[{i}] = {s};")
+            sel = f"sel, selw, {len(sels)}"
+        f.decls.append("const uint64_t *args;")
+        f.emit(f"tres_t r = table_apply(&TABLES[{tid}], key, {sel}, CUR->plen, &args);")
+        f.emit("switch (r.act) {")
+        for action, pyfn in self.low.table_actions[pyname].items():
+            nparams = len(self.program.actions[action]["params"])
+            call = self.call_function(pyfn, [Ex("F", frame_kind)] + [Ex(f"(i128)args[{i}]", INT) for i in range(nparams)], node)
+            f.emit(f"case {self.action_ids[action]}: {call.code}; break;")
+        f.emit("}")
+        f.emit("return r;")
+        self.fn = saved
+        sig = f"static tres_t {cfn}({frame_kind[1]} *F)"
+        self.protos.append(sig + ";")
+        self.bodies.append(sig + " {\n" + "".join("    " + d + "\n" for d in f.decls) + "\n".join(f.lines) + "\n}\n")
+
+
+def _py(name: str) -> str:
+    import re
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def _p4name(cls: str) -> str:
+    """H_ipv4_t_2 -> ipv4_t"""
+    return cls[2:].rsplit("_", 1)[0]
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _is_payload(node) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "payload"
+
+
+def _int_literal(v: int) -> str:
+    if -(1 << 63) < v < (1 << 63):
+        return f"((i128){v}LL)" if v < 0 else f"((i128){v}ULL)" if v >= (1 << 31) else f"((i128){v})"
+    if 0 <= v < (1 << 127):
+        return f"(((i128){v >> 64}ULL << 64) | (i128){v & ((1 << 64) - 1)}ULL)"
+    raise Unsupported(f"integer constant {v} wider than 127 bits")
+
+
+def _concat_terms(node):
+    """`a << k1 | b << k2 | c` -> [(a, k1), (b, k2), (c, 0)] (a field list's bit layout)."""
+    terms = []
+
+    def walk(n):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr):
+            walk(n.left)
+            walk(n.right)
+        elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.LShift) and isinstance(n.right, ast.Constant):
+            terms.append((n.left, n.right.value))
+        else:
+            terms.append((n, 0))
+    walk(node)
+    return terms

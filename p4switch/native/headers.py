@@ -1,0 +1,75 @@
+"""Generator stage: header, struct, union and stack types, and what the parser and deparser do
+with a header (extract, lookahead, emit) plus header/struct equality and stack push/pop."""
+from __future__ import annotations
+
+from .lowered import INT, Lowered, Struct, cname
+
+
+def type_order(low: Lowered, extra: list[Struct]) -> list[Struct]:
+    """Structs in an order where every member type comes before its container."""
+    out, seen = [], set()
+
+    def visit(st: Struct):
+        if st.name in seen:
+            return
+        seen.add(st.name)
+        deps = [st.elem] if st.kind == "K" else [k[1] for k in st.members.values() if k[0] == "struct"]
+        for d in deps:
+            visit(low.structs[d])
+        out.append(st)
+    for st in list(low.structs.values()) + extra:
+        visit(st)
+    return out
+
+
+def declare(st: Struct, ctype) -> str:
+    if st.kind == "K":
+        return f"typedef struct {{ {st.elem} h[{st.size}]; i128 nxt; }} {st.name};\n"
+    lines = []
+    for m, k in st.members.items():
+        if st.kind == "F" and m in st.refs:
+            lines.append(f"    {k[1]} *{cname(m)};")
+        else:
+            lines.append(f"    {ctype(k)} {cname(m)};")
+    if not lines:
+        lines.append("    char _empty;")
+    return "typedef struct {\n" + "\n".join(lines) + f"\n}} {st.name};\n"
+
+
+def functions(st: Struct, low: Lowered) -> str:
+    n = st.name
+    out = []
+    if st.kind == "H":
+        ext = [f"static void EXT_{n}({n} *h, cursor_t *c) {{",
+               f"    if (c->bo + {st.width} > c->n) reject(1);"]
+        emit = [f"static void EMIT_{n}(const {n} *h, outbuf_t *o) {{", "    if (!h->_v) return;"]
+        off = 0
+        for f, w, signed in st.fields:
+            get = f"getbits(c->data, c->bo + {off}, {w})"
+            ext.append(f"    h->{cname(f)} = {'sext(' + get + f', {w})' if signed else get};")
+            emit.append(f"    putbits(o->buf, o->bits + {off}, {w}, (uint64_t)h->{cname(f)});")
+            off += w
+        ext += ["    h->_v = 1;", f"    c->bo += {st.width};", "}"]
+        emit += [f"    o->bits += {st.width};", "}"]
+        out += ext + emit
+        out.append(f"static {n} PEEK_{n}(cursor_t *c) {{ {n} h = {{0}}; uint64_t bo = c->bo; "
+                   f"EXT_{n}(&h, c); c->bo = bo; return h; }}")
+    if st.kind == "K":
+        e = st.elem
+        out.append(f"static int EQ_{n}(const {n} *a, const {n} *b) {{ for (int i = 0; i < {st.size}; i++) "
+                   f"if (!EQ_{e}(&a->h[i], &b->h[i])) return 0; return 1; }}")
+        out.append(f"static void PUSH_FRONT_{n}({n} *s, i128 count) {{ int c = count > {st.size} ? {st.size} : (int)count; "
+                   f"memmove(&s->h[c], &s->h[0], ({st.size} - c) * sizeof({e})); memset(&s->h[0], 0, c * sizeof({e})); "
+                   f"s->nxt = p4_min(s->nxt + count, {st.size}); }}")
+        out.append(f"static void POP_FRONT_{n}({n} *s, i128 count) {{ int c = count > {st.size} ? {st.size} : (int)count; "
+                   f"memmove(&s->h[0], &s->h[c], ({st.size} - c) * sizeof({e})); memset(&s->h[{st.size} - c], 0, c * sizeof({e})); "
+                   f"s->nxt = p4_max(s->nxt - count, 0); }}")
+    elif st.kind in "HSU":
+        parts = []
+        for m, k in st.members.items():
+            if k == INT:
+                parts.append(f"a->{cname(m)} == b->{cname(m)}")
+            else:
+                parts.append(f"EQ_{k[1]}(&a->{cname(m)}, &b->{cname(m)})")
+        out.append(f"static int EQ_{n}(const {n} *a, const {n} *b) {{ return {' && '.join(parts) or '1'}; }}")
+    return "\n".join(out) + "\n"

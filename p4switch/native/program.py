@@ -1,0 +1,138 @@
+"""The whole C program of one P4 program: runtime.h, the generated types and stages (parser,
+pipelines, deparser), the traffic manager's program-specific parts (packet state, field-list
+preservation, digests, table and extern layout), then simple_switch.c."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import deparser, headers, parser, pipeline
+from .codegen import CodeGen
+from .lowered import Lowered, Struct, Unsupported
+
+HERE = Path(__file__).parent
+HASH_IDS = {"crc32": 0, "crc32_custom": 0, "crc16": 1, "crc16_custom": 1, "csum16": 2, "xor16": 3,
+            "identity": 4, "random": 5}
+
+
+def check(program) -> None:
+    """Refuses what the native backend does not run, naming the construct."""
+    for name, spec in program.externs.items():
+        kind = spec["kind"]
+        if kind in ("meter", "direct_meter"):
+            raise Unsupported(f"{kind} {name}")
+        if kind == "value_set":
+            raise Unsupported(f"parser value_set {name}")
+        if kind == "register" and spec["width"] > 64:
+            raise Unsupported(f"register {name} of {spec['width']} bits (wider than 64)")
+        if kind == "action_selector" and spec.get("algorithm", "crc16") not in HASH_IDS:
+            raise Unsupported(f"selector algorithm {spec['algorithm']} of {name}")
+    for name, spec in program.tables.items():
+        for k in spec["keys"]:
+            if k["width"] > 64:
+                raise Unsupported(f"key {k['name']} of {k['width']} bits (wider than 64) in table {name}")
+        if len(spec["keys"]) > 16:
+            raise Unsupported(f"table {name} with more than 16 keys")
+    for name, a in program.actions.items():
+        if len(a["params"]) > 16:
+            raise Unsupported(f"action {name} with more than 16 parameters")
+        for p in a["params"]:
+            if p["width"] > 64:
+                raise Unsupported(f"parameter {p['name']} of {p['width']} bits (wider than 64) in action {name}")
+    for name, d in program.digests.items():
+        if len(d.get("attrs", [])) > 16:
+            raise Unsupported(f"digest {name} with more than 16 fields")
+
+
+def table_nargs(program, name) -> int:
+    spec = program.tables[name]
+    return max([len(program.actions[a["name"]]["params"]) for a in spec["actions"]] + [0])
+
+
+def generate(program) -> str:
+    check(program)
+    low = Lowered(program.source)
+    gen = CodeGen(low, program)
+    parser.generate(gen)
+    pipeline.generate(gen)
+    deparser.generate(gen)
+    gen.translate_function("PRESERVE", (("state",), ("state",), ("int",)), cfn="PRESERVE")
+    tuples = []
+    for kind, tname in gen.tuples.items():
+        st = Struct(tname, "T")
+        for i, k in enumerate(kind[1]):
+            st.members[f"f{i}"] = k
+        tuples.append(st)
+    order = headers.type_order(low, tuples)
+    out = [(HERE / "runtime.h").read_text(), "/* ---- generated types */"]
+    for st in order:
+        out.append(headers.declare(st, gen.ctype))
+    frames = sorted(set(gen.digest_frames))
+    out.append("typedef union { char none; " + " ".join(f"{f} f{i};" for i, f in enumerate(frames)) + " } dframe_t;")
+    role = low.roles
+    out.append(f"""typedef struct state {{
+    {role['HDR']} hdr; {role['META']} meta; {role['SM']} sm;
+    buf_t *data; uint32_t plen, payload_off;
+    int64_t clone_kind, clone_session, clone_fl, resubmit, recirculate, truncate, digest;
+    int depth; uint32_t clip;
+    dframe_t digest_frame;
+}} state_t;
+static state_t *CUR;
+static void digest_push(uint64_t id, const uint64_t *vals, uint32_t n);""")
+    for st in order:
+        if st.kind in "HSUK":
+            out.append(headers.functions(st, low))
+    out.append("/* ---- generated stages */")
+    out += gen.protos
+    out += gen.bodies
+    out.append(_digest_run(gen, program))
+    out.append(_init(program))
+    out.append((HERE / "simple_switch.c").read_text())
+    return "\n".join(out)
+
+
+def _digest_run(gen: CodeGen, program) -> str:
+    names = list(program.digests)
+    lines = ["static void DIGEST_RUN(state_t *S) {", "    uint64_t v[MAXARGS];", "    switch (S->digest) {"]
+    for idx, (name, cfn, frame, n) in enumerate(gen.digest_fns):
+        lines.append(f"    case {idx}: {cfn}((const {frame} *)&S->digest_frame, v); "
+                     f"digest_push({names.index(name)}, v, {n}); break;")
+    lines += ["    }", "}"]
+    return "\n".join(lines)
+
+
+def _init(program) -> str:
+    lines = ["static void program_init(void) {"]
+    tables = list(program.tables)
+    profiles = [n for n, s in program.externs.items() if s["kind"] in ("action_profile", "action_selector")]
+    regs = [n for n, s in program.externs.items() if s["kind"] == "register"]
+    cnts = [n for n, s in program.externs.items() if s["kind"] == "counter"]
+    lines.append(f"    TABLES = calloc({len(tables) + 1}, sizeof(table_t));")
+    for i, name in enumerate(tables):
+        spec = program.tables[name]
+        exact = all(k["match"] == "exact" for k in spec["keys"]) and bool(spec["keys"])
+        prof = profiles.index(spec["implementation"]) if spec.get("implementation") else -1
+        lines.append(f"    TABLES[{i}].nkeys = {len(spec['keys'])}; TABLES[{i}].nargs = {table_nargs(program, name)}; "
+                     f"TABLES[{i}].exact_only = {int(exact)}; TABLES[{i}].counting = {int(bool(spec.get('direct_counter')))}; "
+                     f"TABLES[{i}].profile = {prof};")
+    lines.append(f"    PROFILES = calloc({len(profiles) + 1}, sizeof(profile_t));")
+    for i, name in enumerate(profiles):
+        spec = program.externs[name]
+        users = [t for t, s in program.tables.items() if s.get("implementation") == name]
+        nargs = max([table_nargs(program, t) for t in users] + [0])
+        mask = (1 << spec.get("output_width", 32)) - 1
+        algo = HASH_IDS[spec.get("algorithm", "crc16")]
+        lines.append(f"    PROFILES[{i}].nargs = {nargs}; PROFILES[{i}].algo = {algo}; "
+                     f"PROFILES[{i}].out_mask = {min(mask, (1 << 64) - 1)}ULL;")
+    lines.append(f"    REGS = calloc({len(regs) + 1}, sizeof(reg_t));")
+    for i, name in enumerate(regs):
+        spec = program.externs[name]
+        mask = (1 << spec["width"]) - 1
+        lines.append(f"    REGS[{i}].size = {spec['size']}; REGS[{i}].mask = {mask}ULL; "
+                     f"REGS[{i}].v = calloc({spec['size'] + 1}, 8);")
+    lines.append(f"    CNTS = calloc({len(cnts) + 1}, sizeof(cnt_t));")
+    for i, name in enumerate(cnts):
+        size = program.externs[name]["size"]
+        lines.append(f"    CNTS[{i}].size = {size}; CNTS[{i}].packets = calloc({size + 1}, 8); "
+                     f"CNTS[{i}].bytes = calloc({size + 1}, 8);")
+    lines.append("}")
+    return "\n".join(lines)

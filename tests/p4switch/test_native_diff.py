@@ -1,0 +1,101 @@
+"""Differential tests of the native backend against the Python backend (the reference): every
+STF test of the project and the fuzz corpus of test_core_fuzz.py give the same output packets
+(byte for byte, in order), counters, direct counters and registers on both. A program the
+native backend refuses fails here."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+import p4switch
+from p4switch.native import available
+from p4switch.stateful import Counter, Register
+from p4switch.stf import run_stf
+
+HERE = Path(__file__).parent
+P4SRC = HERE.parents[1] / "p4src"
+STF_FILES = sorted((HERE / "stf").glob("*.stf")) + sorted((P4SRC / "tests").glob("*.stf"))
+FUZZ = [HERE / "core_programs" / "l3_three_tables.p4", HERE / "core_programs" / "varbit_options.p4",
+        HERE / "stf" / "header_stack_parse.p4", HERE / "stf" / "select_tuple.p4",
+        HERE / "stf" / "lookahead.p4"] + sorted(P4SRC.glob("*.p4"))
+INCLUDE = (str(P4SRC / "include"),)
+
+pytestmark = pytest.mark.skipif(not available(), reason="no C compiler (cc) for the native backend")
+
+
+def _program(stf: Path) -> Path:
+    return P4SRC / "fabric.p4" if stf.parent.parent == P4SRC else stf.with_suffix(".p4")
+
+
+def _state(sw) -> dict:
+    """Every counter, register and direct counter of a switch."""
+    out = {}
+    for name, obj in sw.externs.items():
+        if isinstance(obj, Register):
+            out[name] = list(obj.values)
+        elif isinstance(obj, Counter):
+            out[name] = (list(obj.packets), list(obj.bytes))
+    for name, t in sw.tables.items():
+        if t.counting:
+            out[name] = [sw.direct_counter_read(name, h) for h in sorted(t.entries)]
+    return out
+
+
+# what the native backend does not run yet: each refusal is a failure of this test, kept visible
+NOT_YET = {"exact_wide_key": "keys wider than 64 bits", "meter_unconfigured": "meters",
+           "varbit_options": "varbit fields"}
+
+
+def _param(p: Path):
+    marks = [pytest.mark.xfail(reason=f"native backend: {NOT_YET[p.stem]} not supported", strict=True)] \
+        if p.stem in NOT_YET else []
+    return pytest.param(p, marks=marks, id=f"{p.parent.name}/{p.stem}")
+
+
+@pytest.mark.parametrize("stf", [_param(p) for p in STF_FILES])
+def test_stf_same_on_both_backends(stf):
+    results, states = {}, {}
+    for backend in ("python", "native"):
+        sw = p4switch.load(str(_program(stf)), include_dirs=INCLUDE, backend=backend)
+        results[backend] = run_stf(None, stf, sw=sw)
+        states[backend] = _state(sw)
+    assert results["native"].passed, results["native"].report
+    assert results["native"].outputs == results["python"].outputs
+    assert states["native"] == states["python"]
+
+
+def _fuzz_packets(seed: int, count: int):
+    rng = random.Random(seed)
+    base = bytes(Ether() / IP(dst="10.0.0.1") / UDP(dport=4791) / (b"z" * 30))
+    for i in range(count):
+        kind = i % 3
+        if kind == 0:
+            data = bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 80)))
+        elif kind == 1:
+            data = base[:rng.randrange(0, len(base) + 1)]
+        else:
+            data = bytearray(base)
+            for _ in range(rng.randrange(1, 6)):
+                data[rng.randrange(len(data))] = rng.getrandbits(8)
+            data = bytes(data)
+        yield rng.randrange(0, 8), data
+
+
+@pytest.mark.parametrize("program", [_param(p) for p in FUZZ])
+def test_fuzz_corpus_same_on_both_backends(program):
+    switches = {b: p4switch.load(str(program), include_dirs=INCLUDE, backend=b) for b in ("python", "native")}
+    for sw in switches.values():
+        if program.stem == "l3_three_tables":
+            sw.table_add("ipv4_lpm", {"hdr.ipv4.dstAddr": (0, 0)}, "forward", {"dmac": 1, "port": 2})
+    forwarded = 0
+    for port, data in _fuzz_packets(1234, 3000):
+        want = switches["python"].process(port, data)
+        assert switches["native"].process(port, data) == want, (port, data.hex())
+        forwarded += len(want)
+    assert _state(switches["native"]) == _state(switches["python"])
+    if program.parent != P4SRC:
+        assert forwarded > 0
