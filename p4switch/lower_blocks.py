@@ -102,7 +102,8 @@ class Blocks:
         w.lines.extend(inits.lines)
         outs = [f"F.{attr(p['name'])}" for p in params if p["dir"] in ("out", "inout") and not self.is_composite(p["type"])]
         ctx = Ctx("control", fq, frame=True, outs=outs)
-        self.block_body(sub1(d, "block"), Scope(scope), w, ctx)
+        with self.exit_copies_out(w, outs):
+            self.block_body(sub1(d, "block"), Scope(scope), w, ctx)
         if outs:
             w(f"return ({', '.join(outs)},)")
         w("pass")
@@ -264,7 +265,8 @@ class Blocks:
                 lvs.append(ex.code)
         call = f"{av.code}(F, {', '.join(codes + ['d_' + p['name'] for p in data])})"
         if lvs:
-            w(f"({', '.join(lvs)},) = {call}")
+            tmp = self.fresh("r")
+            self.call_with_outs(w, tmp, call, lambda: w(f"({', '.join(lvs)},) = {tmp}"))
         else:
             w(call)
         w.dedent()

@@ -1,6 +1,8 @@
 """Lowering, part 4: calls of actions, functions, methods and the v1model externs."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from lark import Tree
 
 from . import types as T
@@ -68,6 +70,34 @@ class Calls:
             return self.call_extern_fn(var, args, targs_node, scope, w, ctx, where)
         raise Fail(name, f"'{name.value}' cannot be called")
 
+    @contextmanager
+    def exit_copies_out(self, w, outs):
+        """The body of an action or control with scalar out/inout parameters: `exit` still
+        copies them out (P4 spec), so the _Exit raised inside carries their values."""
+        if not outs:
+            yield
+            return
+        w("try:")
+        w.indent()
+        yield
+        w("pass")
+        w.dedent()
+        w("except _Exit:")
+        w(f"    raise _Exit(({', '.join(outs)},))")
+
+    def call_with_outs(self, w, tmp, call, store):
+        """`tmp = call` then `store()`; an exit inside the callee stores its copied-out values
+        (see exit_copies_out) before the exit goes on."""
+        w("try:")
+        w(f"    {tmp} = {call}")
+        w("except _Exit as _x:")
+        w.indent()
+        w(f"{tmp} = _x.args[0]")
+        store()
+        w("raise")
+        w.dedent()
+        store()
+
     def direct_apply(self, callee, args, scope, w, ctx, where):
         """`C.apply(args)` on a control or parser type without constructor parameters: p4c
         instantiates C in place under the name C (one instance per enclosing block)."""
@@ -118,7 +148,11 @@ class Calls:
     def proto_names(self, proto):
         return [name_tok(sub1(p, "name")).value for p in sub(sub1(proto, "params"), "param")]
 
-    def bind_params(self, params, args, scope, w, ctx, where, what):
+    def bind_params(self, params, args, scope, w, ctx, where, what, copy_back=None):
+        """Argument codes and the scalar out/inout targets. With copy_back (a list), inout
+        composite arguments are passed as copies and (copy, target) pairs are appended to it:
+        an action inside a control may also reach the argument through the control's names,
+        and copy-in/copy-out must then win over those writes."""
         args = self.positional(args, [p["name"] for p in params], where,
                                {p["name"]: p["default"] for p in params})
         if len(args) != len(params):
@@ -130,7 +164,12 @@ class Calls:
                 if target.type is not T.DONTCARE:
                     self.check_writable(target, a)
                     self.coerce(target, p["type"], a)
-                if self.is_composite(p["type"]):
+                if self.is_composite(p["type"]) and copy_back is not None and p["dir"] == "inout":
+                    tmp = self.fresh("cp")
+                    w(f"{tmp} = {target.code}._copy()")
+                    codes.append(tmp)
+                    copy_back.append((tmp, target))
+                elif self.is_composite(p["type"]):
                     codes.append(target.code)
                 else:
                     codes.append(target.code if p["dir"] == "inout" else self.default_value(p["type"]))
@@ -142,16 +181,19 @@ class Calls:
 
     def call_action(self, var, args, scope, w, ctx, where):
         self.prog.actions[var.fq]["called"] = True
-        codes, outs = self.bind_params(var.params, args, scope, w, ctx, where, f"action '{var.name}'")
+        copies = [] if self.prog.actions[var.fq]["in_control"] else None
+        codes, outs = self.bind_params(var.params, args, scope, w, ctx, where, f"action '{var.name}'",
+                                       copy_back=copies)
         call = f"{var.code}({', '.join(['F' if ctx.frame else 'None'] + codes)})"
         if outs:
             tmp = self.fresh("r")
-            w(f"{tmp} = {call}")
-            for i, o in enumerate(outs):
-                if o.type is not T.DONTCARE:
-                    self.store(o, f"{tmp}[{i}]", w)
-            return Ex("None", T.VOID)
-        w(call)
+            self.call_with_outs(w, tmp, call, lambda: [self.store(o, f"{tmp}[{i}]", w)
+                                                       for i, o in enumerate(outs)
+                                                       if o.type is not T.DONTCARE])
+        else:
+            w(call)
+        for tmp, target in copies or ():
+            w(f"for _a in type({tmp}).__slots__: setattr({target.code}, _a, getattr({tmp}, _a))")
         return Ex("None", T.VOID)
 
     def call_function(self, var, args, scope, w, ctx, where):
@@ -386,9 +428,8 @@ class Calls:
             call = f"{base.obj.code}({', '.join(codes)})"
             if outs:
                 tmp = self.fresh("r")
-                w(f"{tmp} = {call}")
-                for i, o in enumerate(outs):
-                    self.store(o, f"{tmp}[{i}]", w)
+                self.call_with_outs(w, tmp, call, lambda: [self.store(o, f"{tmp}[{i}]", w)
+                                                           for i, o in enumerate(outs)])
             else:
                 w(call)
             return Ex("None", T.VOID)

@@ -11,6 +11,7 @@ from .ir import (
     Fail,
     Scope,
     Var,
+    Writer,
     attr,
     name_tok,
     parse_int,
@@ -157,6 +158,11 @@ class Expressions:
             if bt.signed:
                 newv = self.wrap_code(newv, bt)
             w(f"{base} = {newv}")
+        elif target.what == "param":
+            # the caller holds this object: overwrite its contents rather than rebind the name
+            tmp = self.fresh("c")
+            w(f"{tmp} = {value_code}")
+            w(f"for _a in type({tmp}).__slots__: setattr({target.code}, _a, getattr({tmp}, _a))")
         else:
             w(f"{target.code} = {value_code}")
 
@@ -222,8 +228,10 @@ class Expressions:
                 if not 0 <= idx.const < bt.size:
                     raise Fail(node.children[1], f"index {idx.const} is out of range for {base.type}")
                 code = f"{base.code}.h[{idx.const}]"
-            else:
-                code = f"{base.code}.h[_ix({idx.code}, {bt.size})]"
+            else:  # the index is read now: statements of later operands must not change it
+                ix = self.fresh("i")
+                w(f"{ix} = _ix({idx.code}, {bt.size})")
+                code = f"{base.code}.h[{ix}]"
             return Ex(code, bt.elem, lv=base.lv, readonly=base.readonly)
         if d == "e_slice":
             base = self.expr(node.children[0], scope, w, ctx)
@@ -264,7 +272,7 @@ class Expressions:
             v = self.error_t.members.index(m.value)
             return Ex(repr(v), self.error_t, const=v, what=f"error.{m.value}")
         if d == "e_list":
-            items = [self.expr(e, scope, w, ctx) for e in node.children[0].children] if node.children else []
+            items = self.in_order(node.children[0].children if node.children else [], scope, w, ctx)
             ex = Ex("(" + "".join(i.code + ", " for i in items) + ")", T.TupleT([i.type for i in items]), obj=items)
             ex.what = "list"
             if isinstance(T.strip(expected) if expected else None, T.FieldsT):
@@ -274,13 +282,16 @@ class Expressions:
             if expected is None or not isinstance(T.strip(expected), T.FieldsT):
                 raise Fail(node, "a structure initializer needs a known struct or header type here")
             st = T.strip(expected)
-            given = {}
+            given, marks = {}, {}
             for kv in node.children:
                 n = name_tok(kv.children[0])
                 if n.value not in st.field_types:
                     raise Fail(n, f"'{st.name}' has no field '{n.value}'")
                 given[n.value] = self.coerce(self.expr(kv.children[1], scope, w, ctx, st.field_types[n.value]),
                                              st.field_types[n.value], kv.children[1])
+                marks[n.value] = len(w.lines)
+            for f in reversed(list(given)):  # read left to right despite later calls' statements
+                given[f] = self.pin(given[f], w, marks[f])
             missing = [f for f, _ in st.fields if f not in given]
             if missing:
                 raise Fail(node, f"structure initializer for '{st.name}' lacks field '{missing[0]}'")
@@ -290,16 +301,28 @@ class Expressions:
             c = self.expr(node.children[0], scope, w, ctx)
             if c.type is not T.BOOL:
                 raise Fail(node.children[0], f"the condition must be bool, not {c.type}")
-            a = self.expr(node.children[1], scope, w, ctx, expected)
-            b = self.expr(node.children[2], scope, w, ctx, expected)
+            wa, wb = self.branch_writer(w), self.branch_writer(w)
+            a = self.expr(node.children[1], scope, wa, ctx, expected)
+            b = self.expr(node.children[2], scope, wb, ctx, expected)
             a, b = self.unify(a, b, node.children[2], "?:")
             if c.const is not None and a.const is not None and b.const is not None:
                 v = a.const if c.const else b.const
                 return Ex(repr(v), a.type, const=v)
-            return Ex(f"({a.code} if {c.code} else {b.code})", a.type)
+            if not wa.lines and not wb.lines:
+                return Ex(f"({a.code} if {c.code} else {b.code})", a.type)
+            # only the chosen branch's statements (calls with side effects) may run
+            tmp = self.fresh("m")
+            w(f"if {c.code}:")
+            w.lines.extend(wa.lines)
+            w(f"    {tmp} = {self.copy_code(a)}")
+            w("else:")
+            w.lines.extend(wb.lines)
+            w(f"    {tmp} = {self.copy_code(b)}")
+            return Ex(tmp, a.type)
         if d in ("e_lor", "e_land"):
             a = self.expr(node.children[0], scope, w, ctx)
-            b = self.expr(node.children[1], scope, w, ctx)
+            wb = self.branch_writer(w)
+            b = self.expr(node.children[1], scope, wb, ctx)
             for x, n in ((a, node.children[0]), (b, node.children[1])):
                 if x.type is not T.BOOL:
                     raise Fail(n, f"operand of {'||' if d == 'e_lor' else '&&'} must be bool, not {x.type}")
@@ -307,7 +330,15 @@ class Expressions:
             if a.const is not None and b.const is not None:
                 v = (a.const or b.const) if op == "or" else (a.const and b.const)
                 return Ex(repr(v), T.BOOL, const=v)
-            return Ex(f"({a.code} {op} {b.code})", T.BOOL)
+            if not wb.lines:
+                return Ex(f"({a.code} {op} {b.code})", T.BOOL)
+            # short-circuit: the right operand's statements run only when it is evaluated
+            tmp = self.fresh("b")
+            w(f"{tmp} = {a.code}")
+            w(f"if {'not ' if op == 'or' else ''}{tmp}:")
+            w.lines.extend(wb.lines)
+            w(f"    {tmp} = {b.code}")
+            return Ex(tmp, T.BOOL)
         if d == "e_not":
             a = self.expr(node.children[0], scope, w, ctx)
             if a.type is not T.BOOL:
@@ -376,10 +407,36 @@ class Expressions:
                       else f"cannot assign to '{n.value}': it is a read-only parameter")
                 if self.is_composite(var.type) and var.direction is None:
                     ro = None
-            return Ex(var.code, var.type, lv=True, readonly=ro)
+            return Ex(var.code, var.type, lv=True, readonly=ro,
+                      what="param" if self.is_composite(var.type) else None)
         if k == "type":
             raise Fail(n, f"'{n.value}' is a type, not a value")
         return Ex(var.code or "None", var.type, obj=var, what=k)
+
+    def branch_writer(self, w):
+        """A writer for statements that run only on one branch (one level deeper than w)."""
+        b = Writer()
+        b.level = w.level + 1
+        return b
+
+    def pin(self, ex, w, mark):
+        """ex was computed before w.lines[mark:], statements that may change what it reads:
+        evaluate it into a temporary at mark, so operands are read left to right."""
+        if ex.const is not None or len(w.lines) <= mark or ex.what == "list" or ex.type is T.DONTCARE:
+            return ex
+        tmp = self.fresh("p")
+        w.lines.insert(mark, "    " * w.level + f"{tmp} = {self.copy_code(ex)}")
+        return Ex(tmp, ex.type, what=ex.what, obj=ex.obj)
+
+    def in_order(self, nodes, scope, w, ctx, expected=()):
+        """Expressions evaluated left to right even when a later one emits statements."""
+        out, marks = [], []
+        for i, n in enumerate(nodes):
+            out.append(self.expr(n, scope, w, ctx, expected[i] if i < len(expected) else None))
+            marks.append(len(w.lines))
+        for i in range(len(out) - 1, -1, -1):
+            out[i] = self.pin(out[i], w, marks[i])
+        return out
 
     def member(self, node, scope, w, ctx):
         base = self.expr(node.children[0], scope, w, ctx)
@@ -441,7 +498,9 @@ class Expressions:
         op = node.children[1].value
         na, nb = node.children[0], node.children[2]
         a = self.expr(na, scope, w, ctx)
+        mark = len(w.lines)
         b = self.expr(nb, scope, w, ctx)
+        a = self.pin(a, w, mark)
         if op in ("<<", ">>"):
             at = T.strip(a.type)
             bt = T.strip(b.type)
