@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from .lowered import INT, Lowered, Struct, Unsupported, cname
+from .lowered import INT, WIDE, Lowered, Retry, Struct, Unsupported, cname
 
 HASHES = {"crc32": "H_CRC32", "crc32_custom": "H_CRC32", "crc16": "H_CRC16",
           "crc16_custom": "H_CRC16", "csum16": "H_CSUM16", "xor16": "H_XOR16",
@@ -21,10 +21,10 @@ _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">
 
 
 class Ex:
-    __slots__ = ("code", "kind", "copy")
+    __slots__ = ("code", "kind", "copy", "owner", "const")
 
-    def __init__(self, code, kind, copy=False):
-        self.code, self.kind, self.copy = code, kind, copy
+    def __init__(self, code, kind, copy=False, owner=None, const=None):
+        self.code, self.kind, self.copy, self.owner, self.const = code, kind, copy, owner, const
 
 
 def _fail(node, what):
@@ -43,6 +43,8 @@ class Func:
         self.ret = None
         self.frame = None
         self.tmp = 0
+        self.tries: list[str] = []     # the saved EXIT_JMP of each enclosing `try`
+        self.volatile = ""             # locals survive longjmp only when volatile
 
     def emit(self, line):
         self.lines.append("    " * self.level + line)
@@ -78,11 +80,20 @@ class CodeGen:
         self.digest_frames: list[str] = []
         self.digest_fns: list[tuple[str, str]] = []   # (digest name, C function)
         self.fn: Func | None = None
+        for st in self.structs.values():
+            if st.kind == "F":
+                st.members.clear()
+                st.refs.clear()
+        for (owner, member), kind in low.upgrades.items():
+            if owner in self.structs and self.structs[owner].kind in "SU":
+                self.structs[owner].members[member] = kind
 
     # ------------------------------------------------------------ types
     def ctype(self, kind) -> str:
         if kind == INT:
             return "i128"
+        if kind == WIDE:
+            return "wide_t"
         if kind[0] == "struct":
             return kind[1]
         if kind[0] == "tuple":
@@ -149,6 +160,9 @@ class CodeGen:
         self.done[(name, kinds)] = (cfn, ("pending",))
         saved, self.fn = self.fn, Func(cfn, params)
         f = self.fn
+        if any(isinstance(n, ast.Try) for n in ast.walk(node)):
+            f.volatile = "volatile "
+            cparams = [c if "*" in c else "volatile " + c for c in cparams]
         f.ret = None
         self.block(node.body)
         ret = f.ret or ("void",)
@@ -222,10 +236,57 @@ class CodeGen:
         if isinstance(st, ast.For):
             self.for_(st)
             return
+        if isinstance(st, ast.Try):
+            self.try_(st)
+            return
         _fail(st, f"statement {type(st).__name__}")
+
+    def try_(self, st):
+        """`try: ... except _Exit [as _x]: ...` (copy-out of an action's out/inout values when
+        it exits): a setjmp on the exit chain, the values travel in EXIT_VAL."""
+        f = self.fn
+        if len(st.handlers) != 1 or st.orelse or st.finalbody or not (
+                isinstance(st.handlers[0].type, ast.Name) and st.handlers[0].type.id == "_Exit"):
+            _fail(st, "try statement")
+        j, saved = f.fresh("xj"), f.fresh("xs")
+        f.decls.append(f"jmp_buf {j}; jmp_buf *volatile {saved};")
+        f.emit(f"{saved} = EXIT_JMP; EXIT_JMP = &{j};")
+        f.emit(f"if (!setjmp({j})) {{")
+        f.level += 1
+        f.tries.append(saved)
+        self.block(st.body)
+        f.tries.pop()
+        f.emit(f"EXIT_JMP = {saved};")
+        f.level -= 1
+        f.emit("} else {")
+        f.level += 1
+        f.emit(f"EXIT_JMP = {saved};")
+        handler = st.handlers[0]
+        for h in handler.body:
+            if (isinstance(h, ast.Assign) and isinstance(h.targets[0], ast.Name) and isinstance(h.value, ast.Subscript)
+                    and isinstance(h.value.value, ast.Attribute) and h.value.value.attr == "args"):
+                local = f.locals.get(h.targets[0].id)
+                if local is None:
+                    _fail(h, "exit value")
+                f.emit(f"memcpy((void *)&{local.code}, EXIT_VAL, sizeof({local.code}));")
+            elif isinstance(h, ast.Raise) and h.exc is None:
+                f.emit("p4exit();")
+            elif isinstance(h, ast.Raise) and isinstance(h.exc, ast.Call) and h.exc.args:
+                parts = [self.expr(e) for e in h.exc.args[0].elts]
+                kind = ("tuple", tuple(p.kind for p in parts))
+                tmp = f.fresh("ev")
+                f.decls.append(f"{self.tuple_type(kind)} {tmp};")
+                f.emit(f"{tmp} = ({self.tuple_type(kind)}){{{', '.join(p.code for p in parts)}}};")
+                f.emit(f"memcpy(EXIT_VAL, &{tmp}, sizeof {tmp}); p4exit();")
+            else:
+                self.stmt(h)
+        f.level -= 1
+        f.emit("}")
 
     def ret(self, st):
         f = self.fn
+        for saved in reversed(f.tries):
+            f.emit(f"EXIT_JMP = {saved};")
         if st.value is None:
             f.ret = f.ret or ("void",)
             f.emit("return;")
@@ -287,10 +348,12 @@ class CodeGen:
             if rhs.kind[0] in ("frame", "pkt", "out", "state", "str", "class", "tcmp", "void"):
                 _fail(st, f"local variable {tgt.id} of kind {rhs.kind[0]}")
             if tgt.id not in f.locals:
-                local = cname(tgt.id if not tgt.id.startswith("p_") else tgt.id)
-                f.decls.append(f"{self.ctype(rhs.kind)} {local};")
-                f.locals[tgt.id] = Ex(local, rhs.kind)
-            f.emit(f"{f.locals[tgt.id].code} = {rhs.code};")
+                local = cname(tgt.id)
+                kind = self.low.upgrades.get((f.cname, tgt.id)) or (INT if rhs.kind == ("bool",) else rhs.kind)
+                f.decls.append(f"{f.volatile}{self.ctype(kind)} {local};")
+                f.locals[tgt.id] = Ex(local, kind, owner=(f.cname, tgt.id))
+            lhs = f.locals[tgt.id]
+            f.emit(f"{lhs.code} = {self.coerce(rhs, lhs.kind, st, lhs.owner)};")
             return
         if isinstance(tgt, ast.Attribute):
             base = self.expr(tgt.value)
@@ -302,7 +365,7 @@ class CodeGen:
                 return
             lhs = self.attribute(base, tgt.attr, tgt)
             rhs = self.expr(value)
-            f.emit(f"{lhs.code} = {self.coerce(rhs, lhs.kind, st)};")
+            f.emit(f"{lhs.code} = {self.coerce(rhs, lhs.kind, st, lhs.owner)};")
             return
         if isinstance(tgt, ast.Tuple):
             # `(a, b) = action(F, a, b, data)`: the out/inout values of an action wrapper
@@ -322,11 +385,16 @@ class CodeGen:
             return
         _fail(st, "assignment target")
 
-    def coerce(self, rhs: Ex, kind, node) -> str:
+    def coerce(self, rhs: Ex, kind, node, owner=None) -> str:
         if rhs.kind == kind or (rhs.kind[0] == "act" and kind == INT):
             return rhs.code
         if rhs.kind == ("bool",) and kind == INT:
             return rhs.code
+        if kind == WIDE and rhs.kind in (INT, ("bool",)):
+            return f"wide_from({rhs.code})"
+        if kind == INT and rhs.kind == WIDE and owner is not None:
+            self.low.upgrades[owner] = WIDE      # this member or local holds a wide value
+            raise Retry()
         _fail(node, f"assignment of {rhs.kind[0]} to {kind[0]}")
 
     def frame_assign(self, base, attr, value, st):
@@ -335,8 +403,8 @@ class CodeGen:
         name = cname(attr)
         rhs = self.expr(value)
         if attr not in frame.members:
-            kind = ("bool",) if rhs.kind == ("bool",) else rhs.kind
-            kind = INT if kind in (("bool",), ("act",)) else kind
+            kind = INT if rhs.kind in (("bool",), ("act",)) else rhs.kind
+            kind = self.low.upgrades.get((frame.name, attr), kind)
             frame.members[attr] = kind
             if kind[0] == "struct" and isinstance(value, ast.Name):
                 frame.refs.add(attr)
@@ -344,7 +412,7 @@ class CodeGen:
                 return
         kind = frame.members[attr]
         lhs = f"(*{base.code}->{name})" if attr in frame.refs else f"{base.code}->{name}"
-        f.emit(f"{lhs} = {self.coerce(rhs, kind, st)};")
+        f.emit(f"{lhs} = {self.coerce(rhs, kind, st, (frame.name, attr))};")
 
     def state_assign(self, base, attr, value, st):
         f, s = self.fn, base.code
@@ -409,6 +477,8 @@ class CodeGen:
     # ------------------------------------------------------------ expressions
     def cond(self, node) -> str:
         e = self.expr(node)
+        if e.kind == WIDE:
+            return f"wide_nz({e.code})"
         if e.kind not in (INT, ("bool",)):
             _fail(node, f"condition of kind {e.kind[0]}")
         return e.code
@@ -426,7 +496,9 @@ class CodeGen:
             if isinstance(v, bool):
                 return Ex("1" if v else "0", ("bool",))
             if isinstance(v, int):
-                return Ex(_int_literal(v), INT)
+                if -(1 << 127) <= v < (1 << 127):
+                    return Ex(_int_literal(v), INT, const=v)
+                return Ex(_wide_literal(v), WIDE, const=v)
             if isinstance(v, str):
                 return Ex(repr(v), ("str", v))
             if v is None:
@@ -446,6 +518,14 @@ class CodeGen:
         if isinstance(node, ast.BinOp):
             return self.binop(node)
         if isinstance(node, ast.UnaryOp):
+            w = self.expr(node.operand)
+            if w.kind == WIDE:
+                fn = {ast.USub: "wide_neg", ast.Invert: "wide_not"}.get(type(node.op))
+                if isinstance(node.op, ast.Not):
+                    return Ex(f"(!wide_nz({w.code}))", ("bool",))
+                if fn is None:
+                    _fail(node, "operator on a wide value")
+                return Ex(f"{fn}({w.code})", WIDE)
             e = self.int_expr(node.operand)
             op = {ast.USub: "-", ast.Not: "!", ast.Invert: "~", ast.UAdd: "+"}[type(node.op)]
             return Ex(f"({op}{e})", ("bool",) if op == "!" else INT)
@@ -456,6 +536,8 @@ class CodeGen:
             return self.compare(node)
         if isinstance(node, ast.IfExp):
             a, b = self.expr(node.body), self.expr(node.orelse)
+            if WIDE in (a.kind, b.kind):
+                return Ex(f"(({self.cond(node.test)}) ? {self.wide(a)} : {self.wide(b)})", WIDE)
             return Ex(f"(({self.cond(node.test)}) ? {a.code} : {b.code})", a.kind if a.kind != ("bool",) else b.kind)
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
@@ -469,10 +551,35 @@ class CodeGen:
         op = _BINOPS.get(type(node.op))
         if op is None:
             _fail(node, f"operator {type(node.op).__name__}")
+        le, re_ = self.expr(node.left), self.expr(node.right)
+        if WIDE in (le.kind, re_.kind):
+            return self.wide_binop(node, op, le, re_)
         a, b = self.int_expr(node.left), self.int_expr(node.right)
         if op in ("<<", ">>"):
             return Ex(f"({a} {op} (int)({b}))", INT)
         return Ex(f"({a} {op} {b})", INT)
+
+    def wide(self, e: Ex) -> str:
+        if e.kind == WIDE:
+            return e.code
+        if e.kind in (INT, ("bool",)):
+            return f"wide_from({e.code})"
+        raise Unsupported(f"{e.kind[0]} used as a wide value")
+
+    def wide_binop(self, node, op, a: Ex, b: Ex) -> Ex:
+        if op == "&":
+            small = b if a.kind == WIDE else a
+            big = a if a.kind == WIDE else b
+            if small.const is not None and 0 <= small.const < (1 << 127):
+                return Ex(f"(wide_low({big.code}) & {small.code})", INT)
+        if op in ("<<", ">>"):
+            if b.kind == WIDE:
+                _fail(node, "shift by a wide value")
+            return Ex(f"wide_{'shl' if op == '<<' else 'shr'}({self.wide(a)}, {b.code})", WIDE)
+        fn = {"&": "wide_and", "|": "wide_or", "^": "wide_xor", "+": "wide_add", "-": "wide_sub"}.get(op)
+        if fn is None:
+            _fail(node, f"operator {op} on a wide value")
+        return Ex(f"{fn}({self.wide(a)}, {self.wide(b)})", WIDE)
 
     def compare(self, node):
         left = self.expr(node.left)
@@ -496,6 +603,8 @@ class CodeGen:
                 if aid is None:
                     _fail(node, f"action {other.kind[1]}")
                 parts.append(f"({this.code} {cop} {aid})")
+            elif WIDE in (left.kind, right.kind):
+                parts.append(f"(wide_cmp({self.wide(left)}, {self.wide(right)}) {cop} 0)")
             else:
                 if left.kind not in (INT, ("bool",)) or right.kind not in (INT, ("bool",)):
                     _fail(node, "comparison")
@@ -546,7 +655,7 @@ class CodeGen:
                     return Ex(f"{base.code}.nxt", INT)
                 _fail(node, f"header stack member {attr}")
             mk = self.member(st, attr, node)
-            return Ex(f"{base.code}.{cname(attr)}", mk)
+            return Ex(f"{base.code}.{cname(attr)}", mk, owner=(st.name, attr))
         _fail(node, f"attribute {attr} of a {k[0]}")
 
     # ------------------------------------------------------------ calls
@@ -683,9 +792,13 @@ class CodeGen:
         prev = nbits
         for expr, shift in terms:
             width = prev - shift
-            if width <= 0 or width > 127:
+            if width <= 0 or width > 512:
                 _fail(node, "field list")
-            puts.append(f"putbits128({buf}, {nbits - prev}, {width}, {self.int_expr(expr)})")
+            e = self.expr(expr)
+            if e.kind == WIDE:
+                puts.append(f"putwide({buf}, {nbits - prev}, {width}, {e.code})")
+            else:
+                puts.append(f"putbits128({buf}, {nbits - prev}, {width}, {self.int_expr(expr)})")
             prev = shift
         if prev != 0:
             _fail(node, "field list")
@@ -731,8 +844,15 @@ class CodeGen:
         f.emit(f"tres_t r = table_apply(&TABLES[{tid}], key, {sel}, CUR->plen, &args);")
         f.emit("switch (r.act) {")
         for action, pyfn in self.low.table_actions[pyname].items():
-            nparams = len(self.program.actions[action]["params"])
-            call = self.call_function(pyfn, [Ex("F", frame_kind)] + [Ex(f"(i128)args[{i}]", INT) for i in range(nparams)], node)
+            args, off = [Ex("F", frame_kind)], 0
+            for p in self.program.actions[action]["params"]:
+                words = arg_words(p["width"])
+                if words > 1:
+                    args.append(Ex(f"wide_load(args + {off}, {words})", WIDE))
+                else:
+                    args.append(Ex(f"(i128)args[{off}]", INT))
+                off += words
+            call = self.call_function(pyfn, args, node)
             f.emit(f"case {self.action_ids[action]}: {call.code}; break;")
         f.emit("}")
         f.emit("return r;")
@@ -745,6 +865,19 @@ class CodeGen:
 def _py(name: str) -> str:
     import re
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def arg_words(width: int) -> int:
+    """uint64 words of an action argument in a table row (wide ones as wide_t words)."""
+    return 1 if width <= 64 else (width + 63) // 64
+
+
+def _wide_literal(v: int) -> str:
+    if not -(1 << 511) <= v < (1 << 512):
+        raise Unsupported(f"integer constant {v} wider than 512 bits")
+    v &= (1 << 512) - 1
+    words = [(v >> (64 * i)) & ((1 << 64) - 1) for i in range(8)]
+    return "((wide_t){{" + ", ".join(f"{w}ULL" for w in words) + "}})"
 
 
 def _p4name(cls: str) -> str:

@@ -2,7 +2,7 @@
 with a header (extract, lookahead, emit) plus header/struct equality and stack push/pop."""
 from __future__ import annotations
 
-from .lowered import INT, Lowered, Struct, cname
+from .lowered import INT, WIDE, Lowered, Struct, cname
 
 
 def type_order(low: Lowered, extra: list[Struct]) -> list[Struct]:
@@ -45,9 +45,13 @@ def functions(st: Struct, low: Lowered) -> str:
         emit = [f"static void EMIT_{n}(const {n} *h, outbuf_t *o) {{", "    if (!h->_v) return;"]
         off = 0
         for f, w, signed in st.fields:
-            get = f"getbits(c->data, c->bo + {off}, {w})"
-            ext.append(f"    h->{cname(f)} = {'sext(' + get + f', {w})' if signed else get};")
-            emit.append(f"    putbits(o->buf, o->bits + {off}, {w}, (uint64_t)h->{cname(f)});")
+            if w > 64:
+                ext.append(f"    h->{cname(f)} = getwide(c->data, c->bo + {off}, {w});")
+                emit.append(f"    putwide(o->buf, o->bits + {off}, {w}, h->{cname(f)});")
+            else:
+                get = f"getbits(c->data, c->bo + {off}, {w})"
+                ext.append(f"    h->{cname(f)} = {'sext(' + get + f', {w})' if signed else get};")
+                emit.append(f"    putbits(o->buf, o->bits + {off}, {w}, (uint64_t)h->{cname(f)});")
             off += w
         ext += ["    h->_v = 1;", f"    c->bo += {st.width};", "}"]
         emit += [f"    o->bits += {st.width};", "}"]
@@ -69,6 +73,8 @@ def functions(st: Struct, low: Lowered) -> str:
         for m, k in st.members.items():
             if k == INT:
                 parts.append(f"a->{cname(m)} == b->{cname(m)}")
+            elif k == WIDE:
+                parts.append(f"!wide_cmp(a->{cname(m)}, b->{cname(m)})")
             else:
                 parts.append(f"EQ_{k[1]}(&a->{cname(m)}, &b->{cname(m)})")
         out.append(f"static int EQ_{n}(const {n} *a, const {n} *b) {{ return {' && '.join(parts) or '1'}; }}")

@@ -26,6 +26,11 @@ def cname(name: str) -> str:
 
 
 INT = ("int",)
+WIDE = ("wide",)          # more than 127 bits, up to 512
+
+
+class Retry(Exception):
+    """A member or local turned out to hold a wide value: generate the program again."""
 
 
 class Struct:
@@ -47,6 +52,7 @@ class Lowered:
         self.funcs: dict[str, ast.FunctionDef] = {}
         self.table_actions: dict[str, dict[str, str]] = {}
         self.roles: dict[str, str] = {}
+        self.upgrades: dict[tuple[str, str], tuple] = {}   # (struct or function, name) -> WIDE
         for node in self.tree.body:
             self._top(node)
 
@@ -98,11 +104,11 @@ class Lowered:
             text = ast.unparse(methods["_int"].body[0].value)
             for f, mask in re.findall(r"self\.(\w+) & (0x[0-9a-f]+|\d+)", text):
                 width = int(mask, 0).bit_length()
-                if width > 64:
-                    raise Unsupported(f"field {f} of {width} bits (wider than 64) in header "
-                                      f"{node.name[2:].rsplit('_', 1)[0]}")
+                if width > 512 or (width > 64 and f in signed):
+                    raise Unsupported(f"field {f} of {width} bits (wider than 512, or signed and wider "
+                                      f"than 64) in header {node.name[2:].rsplit('_', 1)[0]}")
                 s.fields.append((f, width, f in signed))
-                s.members[f] = INT
+                s.members[f] = WIDE if width > 64 else INT
             s.width = sum(w for _, w, _ in s.fields)
         elif kind in "SU":
             init = methods["__init__"]

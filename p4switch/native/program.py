@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import deparser, headers, parser, pipeline
-from .codegen import CodeGen
-from .lowered import Lowered, Struct, Unsupported
+from .codegen import CodeGen, arg_words
+from .lowered import Lowered, Retry, Struct, Unsupported
 
 HERE = Path(__file__).parent
 HASH_IDS = {"crc32": 0, "crc32_custom": 0, "crc16": 1, "crc16_custom": 1, "csum16": 2, "xor16": 3,
@@ -35,9 +35,11 @@ def check(program) -> None:
     for name, a in program.actions.items():
         if len(a["params"]) > 16:
             raise Unsupported(f"action {name} with more than 16 parameters")
+        if sum(arg_words(p["width"]) for p in a["params"]) > 16:
+            raise Unsupported(f"action {name} with more than 16 words of parameters")
         for p in a["params"]:
-            if p["width"] > 64:
-                raise Unsupported(f"parameter {p['name']} of {p['width']} bits (wider than 64) in action {name}")
+            if p["width"] > 512:
+                raise Unsupported(f"parameter {p['name']} of {p['width']} bits (wider than 512) in action {name}")
     for name, d in program.digests.items():
         if len(d.get("attrs", [])) > 16:
             raise Unsupported(f"digest {name} with more than 16 fields")
@@ -45,17 +47,25 @@ def check(program) -> None:
 
 def table_nargs(program, name) -> int:
     spec = program.tables[name]
-    return max([len(program.actions[a["name"]]["params"]) for a in spec["actions"]] + [0])
+    return max([sum(arg_words(p["width"]) for p in program.actions[a["name"]]["params"])
+                for a in spec["actions"]] + [0])
 
 
 def generate(program) -> str:
     check(program)
     low = Lowered(program.source)
-    gen = CodeGen(low, program)
-    parser.generate(gen)
-    pipeline.generate(gen)
-    deparser.generate(gen)
-    gen.translate_function("PRESERVE", (("state",), ("state",), ("int",)), cfn="PRESERVE")
+    for _ in range(64):
+        gen = CodeGen(low, program)
+        try:
+            parser.generate(gen)
+            pipeline.generate(gen)
+            deparser.generate(gen)
+            gen.translate_function("PRESERVE", (("state",), ("state",), ("int",)), cfn="PRESERVE")
+            break
+        except Retry:
+            continue
+    else:
+        raise Unsupported("wide values flow through too many variables")
     tuples = []
     for kind, tname in gen.tuples.items():
         st = Struct(tname, "T")

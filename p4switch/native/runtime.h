@@ -22,6 +22,7 @@ static jmp_buf *REJECT_JMP;   /* the parser's `_Reject` */
 static jmp_buf *EXIT_JMP;     /* `exit` inside a control */
 static jmp_buf *ASSERT_JMP;   /* assert()/assume() failed: the whole packet stops */
 static int ASSERT_LINE, ASSERT_KIND;
+static uint8_t EXIT_VAL[4096];  /* the out/inout values of an action that exits */
 
 static void reject(int code) { longjmp(*REJECT_JMP, code + 1); }
 static void p4exit(void) { longjmp(*EXIT_JMP, 1); }
@@ -287,3 +288,67 @@ typedef struct buf { int ref; uint32_t len; uint8_t d[]; } buf_t;
 
 static inline int stack_next(i128 nxt, int size) { if (nxt >= size) reject(3); return (int)nxt; }
 static inline int stack_last(i128 nxt) { if (nxt == 0) reject(3); return (int)nxt - 1; }
+
+/* ------------------------------------------------------------------ values wider than 127 bits
+ * (up to 512: fabric.p4's port bitmap) as 8 little-endian words, two's complement */
+#define WW 8
+typedef struct { uint64_t w[WW]; } wide_t;
+static inline wide_t wide_from(i128 v) {
+    wide_t r; uint64_t s = v < 0 ? ~0ULL : 0;
+    r.w[0] = (uint64_t)v; r.w[1] = (uint64_t)((u128)v >> 64);
+    for (int i = 2; i < WW; i++) r.w[i] = s;
+    return r;
+}
+static inline wide_t wide_load(const uint64_t *a, int n) { wide_t r; memset(&r, 0, sizeof r); memcpy(r.w, a, n * 8); return r; }
+static inline i128 wide_low(wide_t a) { return (i128)(((u128)a.w[1] << 64) | a.w[0]); }
+static inline wide_t wide_and(wide_t a, wide_t b) { for (int i = 0; i < WW; i++) a.w[i] &= b.w[i]; return a; }
+static inline wide_t wide_or(wide_t a, wide_t b) { for (int i = 0; i < WW; i++) a.w[i] |= b.w[i]; return a; }
+static inline wide_t wide_xor(wide_t a, wide_t b) { for (int i = 0; i < WW; i++) a.w[i] ^= b.w[i]; return a; }
+static inline wide_t wide_not(wide_t a) { for (int i = 0; i < WW; i++) a.w[i] = ~a.w[i]; return a; }
+static inline wide_t wide_add(wide_t a, wide_t b) {
+    u128 c = 0;
+    for (int i = 0; i < WW; i++) { c += (u128)a.w[i] + b.w[i]; a.w[i] = (uint64_t)c; c >>= 64; }
+    return a;
+}
+static inline wide_t wide_sub(wide_t a, wide_t b) { return wide_add(a, wide_add(wide_not(b), wide_from(1))); }
+static inline wide_t wide_neg(wide_t a) { return wide_sub(wide_from(0), a); }
+static inline wide_t wide_shr(wide_t a, i128 n) {   /* arithmetic, as Python's >> */
+    wide_t r; uint64_t s = (int64_t)a.w[WW - 1] < 0 ? ~0ULL : 0;
+    if (n >= 64 * WW) { for (int i = 0; i < WW; i++) r.w[i] = s; return r; }
+    int q = (int)(n / 64), b = (int)(n % 64);
+    for (int i = 0; i < WW; i++) {
+        uint64_t lo = i + q < WW ? a.w[i + q] : s, hi = i + q + 1 < WW ? a.w[i + q + 1] : s;
+        r.w[i] = b ? (lo >> b) | (hi << (64 - b)) : lo;
+    }
+    return r;
+}
+static inline wide_t wide_shl(wide_t a, i128 n) {
+    wide_t r; memset(&r, 0, sizeof r);
+    if (n >= 64 * WW) return r;
+    int q = (int)(n / 64), b = (int)(n % 64);
+    for (int i = WW - 1; i >= q; i--) {
+        uint64_t lo = a.w[i - q], below = i - q - 1 >= 0 ? a.w[i - q - 1] : 0;
+        r.w[i] = b ? (lo << b) | (below >> (64 - b)) : lo;
+    }
+    return r;
+}
+static inline int wide_cmp(wide_t a, wide_t b) {
+    if (a.w[WW - 1] != b.w[WW - 1]) return (int64_t)a.w[WW - 1] < (int64_t)b.w[WW - 1] ? -1 : 1;
+    for (int i = WW - 2; i >= 0; i--) if (a.w[i] != b.w[i]) return a.w[i] < b.w[i] ? -1 : 1;
+    return 0;
+}
+static inline int wide_nz(wide_t a) { for (int i = 0; i < WW; i++) if (a.w[i]) return 1; return 0; }
+static inline wide_t getwide(const uint8_t *d, uint64_t bo, unsigned w) {
+    wide_t r; memset(&r, 0, sizeof r);
+    for (unsigned i = 0; i * 64 < w; i++) {
+        unsigned n = w - i * 64 < 64 ? w - i * 64 : 64;
+        r.w[i] = getbits(d, bo + w - i * 64 - n, n);
+    }
+    return r;
+}
+static inline void putwide(uint8_t *d, uint64_t bo, unsigned w, wide_t v) {
+    for (unsigned i = 0; i * 64 < w; i++) {
+        unsigned n = w - i * 64 < 64 ? w - i * 64 : 64;
+        putbits(d, bo + w - i * 64 - n, n, v.w[i]);
+    }
+}

@@ -12,10 +12,20 @@ from ..stateful import Counter, Register
 from ..switch import DROP_PORT, Switch
 from . import build
 from . import program as cprogram
+from .codegen import arg_words
 
 NO_ID = (1 << 64) - 1
 _OUT_CAP = 1 << 20
 _OUT_MAX = 4096
+
+
+def _words(program, action, args):
+    """An action's arguments as table-row words (wide ones little-endian, as wide_t)."""
+    out = []
+    for p, v in zip(program.actions[action]["params"], args, strict=True):
+        n = arg_words(p["width"])
+        out += [(v >> (64 * i)) & NO_ID for i in range(n)]
+    return out
 
 
 def _arr(values):
@@ -124,7 +134,7 @@ class NativeSwitch(Switch):
                     rows += [2, m[1], m[2]]
                 else:
                     rows += [1, m[0], m[1]]
-            args = list(e.args or ())
+            args = _words(self.program, e.action, e.args) if e.action else []
             rows += args + [0] * (nargs - len(args))
             packets.append(e.packets)
             nbytes.append(e.bytes)
@@ -132,7 +142,8 @@ class NativeSwitch(Switch):
                               int(carry))
 
     def _push_default(self, t):
-        args = list(t.dargs) + [0] * (self.nargs[t.name] - len(t.dargs))
+        args = _words(self.program, t.dname, t.dargs)
+        args += [0] * (self.nargs[t.name] - len(args))
         self.lib.sw_table_default(self.table_ids[t.name], self.action_ids[t.dname], _arr(args))
 
     def _push_profile(self, name):
@@ -143,7 +154,8 @@ class NativeSwitch(Switch):
         index = {mid: i for i, mid in enumerate(ids)}
         members = []
         for mid in ids:
-            action, args = prof.members[mid][0], list(prof.members[mid][1])
+            action = prof.members[mid][0]
+            args = _words(self.program, action, prof.members[mid][1])
             members += [mid, self.action_ids[action]] + args + [0] * (nargs - len(args))
         groups = []
         for gid, mids in prof.groups.items():

@@ -51,8 +51,7 @@ NOT_YET = {"exact_wide_key": "keys wider than 64 bits", "meter_unconfigured": "m
 
 
 def _param(p: Path):
-    why = NOT_YET.get(p.stem) or (
-        "values wider than 64 bits (fabric.p4's bit<512> dead-port map)" if P4SRC in p.parents or p.parent == P4SRC else None)
+    why = NOT_YET.get(p.stem)
     marks = [pytest.mark.xfail(reason=f"native backend: {why} not supported", strict=True)] if why else []
     return pytest.param(p, marks=marks, id=f"{p.parent.name}/{p.stem}")
 
