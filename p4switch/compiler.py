@@ -32,11 +32,22 @@ class Compiler(Declarations, Blocks, Expressions, Calls, V1Model):
         self.match_kinds: set[str] = set()
         self.counter = 0
         self.direct_instances: dict = {}  # fq name -> Var of a `C.apply()` instance
+        self.control_stack: list[dict] = []  # the control instances being compiled
 
     # ---------------------------------------------------------- utilities
     def fresh(self, base="t"):
         self.counter += 1
         return f"_{base}{self.counter}"
+
+    def note_action(self, av):
+        """Records a reference to (or, inside a control, the declaration of) an action."""
+        if not self.control_stack:
+            return
+        ctl = self.control_stack[-1]
+        info = self.prog.actions.get(av.fq, {})
+        kind = "locals" if info.get("in_control") else "globals"
+        if av.fq not in ctl[kind]:
+            ctl[kind].append(av.fq)
 
     def add_error(self, name: str):
         if name not in self.error_t.members:

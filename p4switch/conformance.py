@@ -6,7 +6,8 @@ The corpus is `testdata/p4_16_samples/*-bmv2.p4` with an `.stf` beside it, read 
 checkout the user supplies (it is never part of this repository). Each program is compiled by
 p4switch and its STF run through `p4switch stf`; with `--p4c-bin` (a directory holding
 `p4c-bm2-ss`) the P4Info p4switch writes is compared with the one p4c writes
-(`--p4runtime-files`), ids and `initial_default_action` set aside. `--only FILE` restricts the
+(`--p4runtime-files`), ids and `initial_default_action` set aside; `--stored-p4info`
+compares with the P4Info files p4c's test suite keeps in the checkout instead. `--only FILE` restricts the
 run to the program names listed in FILE, one a line (e.g. the programs real BMv2 passes).
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import click
 
 SAMPLES = Path("testdata") / "p4_16_samples"
+STORED = "stored"  # compare P4Info with the outputs stored in the p4c checkout
 _TIMEOUT_S = 120
 
 
@@ -118,7 +120,20 @@ def p4c_p4info(p4c_bin: Path, program: Path, workdir: Path):
     return text_format.Parse(out.read_text(), p4info_pb2.P4Info())
 
 
-def check_program(program: Path, p4c_bin: Path | None) -> Outcome:
+def stored_p4info(program: Path):
+    """The P4Info p4c's own test suite stored for PROGRAM (testdata/p4_16_samples_outputs)."""
+    from google.protobuf import text_format
+    from p4.config.v1 import p4info_pb2
+
+    ref = program.parent.parent / "p4_16_samples_outputs" / (program.name + ".p4info.txtpb")
+    if not ref.exists():
+        raise RuntimeError(f"no stored P4Info {ref.name}")
+    info = text_format.Parse(ref.read_text(), p4info_pb2.P4Info())
+    info.type_info.SetInParent()  # stored files older than p4c's always-written type_info lack it
+    return info
+
+
+def check_program(program: Path, p4c_bin: Path | str | None) -> Outcome:
     """Compile PROGRAM with p4switch, run its STF and (with p4c_bin) compare P4Info."""
     import p4switch
 
@@ -144,7 +159,8 @@ def check_program(program: Path, p4c_bin: Path | None) -> Outcome:
     if p4c_bin is not None:
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                theirs = p4c_p4info(p4c_bin, program, Path(tmp))
+                theirs = (stored_p4info(program) if p4c_bin == STORED
+                          else p4c_p4info(Path(p4c_bin), program, Path(tmp)))
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
                 p4i, p4i_detail = "error", str(exc)
             else:
@@ -200,12 +216,15 @@ def format_table(outcomes: list[Outcome], with_p4info: bool) -> str:
               help="A p4c checkout (its testdata/p4_16_samples is the corpus).")
 @click.option("--p4c-bin", type=click.Path(exists=True, file_okay=False),
               help="Directory holding p4c-bm2-ss: compare P4Info with p4c's.")
+@click.option("--stored-p4info", is_flag=True,
+              help="Compare P4Info with the p4c outputs stored in the checkout "
+                   "(testdata/p4_16_samples_outputs) instead of running p4c.")
 @click.option("--only", "only_file", type=click.Path(exists=True, dir_okay=False),
               help="File listing the program names to run, one a line.")
 @click.option("-j", "--jobs", default=1, show_default=True, help="Programs checked at once.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 @click.argument("names", nargs=-1)
-def main(p4c_src, p4c_bin, only_file, jobs, quiet, names):
+def main(p4c_src, p4c_bin, stored_p4info, only_file, jobs, quiet, names):
     """Run p4c's v1model STF corpus through p4switch; print the pass table."""
     only = None
     if only_file:
@@ -218,8 +237,9 @@ def main(p4c_src, p4c_bin, only_file, jobs, quiet, names):
     if p4c_bin and not (Path(p4c_bin) / "p4c-bm2-ss").exists():
         raise click.UsageError(f"no p4c-bm2-ss in {p4c_bin}")
     echo = (lambda _: None) if quiet else (lambda s: click.echo(s, err=True))
-    outcomes = run_corpus(programs, Path(p4c_bin) if p4c_bin else None, jobs, echo)
-    click.echo(format_table(outcomes, bool(p4c_bin)))
+    reference = Path(p4c_bin) if p4c_bin else STORED if stored_p4info else None
+    outcomes = run_corpus(programs, reference, jobs, echo)
+    click.echo(format_table(outcomes, reference is not None))
 
 
 if __name__ == "__main__":

@@ -206,11 +206,15 @@ class Program:
         self.errors: list[str] = []
         self.enums: dict[str, dict] = {}
         self.new_types: dict[str, dict] = {}
+        # control instances in the order compiled, each {fq, parent, globals, locals}: the
+        # global actions it references (first reference first) and the actions it declares;
+        # P4Info lists actions in this order, as p4c does after localizing global actions
+        self.controls: list[dict] = []
 
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in ("source", "tables", "actions", "externs", "digests",
                                                "controller_headers", "value_sets", "type_info",
-                                               "errors", "enums", "new_types")}
+                                               "errors", "enums", "new_types", "controls")}
 
     @classmethod
     def from_json(cls, data: dict) -> Program:

@@ -49,12 +49,22 @@ class Blocks:
 
     def instantiate_control(self, t: T.ObjT, fq: str, args=(), arg_scope=None, where=None) -> str:
         """Generates the code of one control instance; returns its Python function name."""
+        scope = Scope(self.g)
+        self.bind_ctor(t, scope, args, arg_scope, where)
+        params = self.params(sub1(t.decl, "params"))
+        record = {"fq": fq, "parent": self.control_stack[-1]["fq"] if self.control_stack else None,
+                  "globals": [], "locals": []}
+        self.prog.controls.append(record)
+        self.control_stack.append(record)
+        try:
+            return self._control_body(t, fq, scope, params)
+        finally:
+            self.control_stack.pop()
+
+    def _control_body(self, t, fq, scope, params):
         d = t.decl
         frame_cls = "F_" + pyname(fq)
         fn = "C_" + pyname(fq)
-        scope = Scope(self.g)
-        self.bind_ctor(t, scope, args, arg_scope, where)
-        params = self.params(sub1(d, "params"))
         slots = []
         for p in params:
             scope.declare(p["tok"], Var("param", p["name"], p["type"], "F." + attr(p["name"]), direction=p["dir"]))
@@ -88,7 +98,7 @@ class Blocks:
                 elif var.kind == "subparser":
                     raise Fail(local, "a parser cannot be instantiated inside a control")
             elif k == "action_decl":
-                self.decl_action_decl(local, scope, fq, frame=True)
+                self.note_action(self.decl_action_decl(local, scope, fq, frame=True))
             elif k == "table_decl":
                 self.table_decl(local, scope, fq)
         w = Writer()
@@ -179,6 +189,7 @@ class Blocks:
                     spec["actions"].append({"name": av.fq, "scope": scope_kind,
                                             "annotations": self.anno_json(iannos)})
                     action_vars[an.value] = (av, fn)
+                    self.note_action(av)
             elif prop.data == "entries_prop":
                 spec["entries_const"] = tok(prop, "CONST") is not None
                 entries = sub(prop, "entry")
@@ -223,6 +234,11 @@ class Blocks:
                 raise Fail(d, f"table '{n.value}' has no default_action and NoAction is not declared")
             spec["default"] = {"action": noaction.fq, "args": []}
             spec["implicit_default"] = True
+            if "NoAction" not in action_vars:
+                # as p4c's frontend: the implicit default joins the actions, default-only
+                spec["actions"].append({"name": noaction.fq, "scope": "DEFAULT_ONLY",
+                                        "annotations": {"defaultonly": []}})
+                self.note_action(noaction)
             action_vars.setdefault("NoAction", (noaction, noaction.code))
         if spec["implementation"] and self.prog.externs[spec["implementation"]]["kind"] == "action_selector" and not spec["selector_keys"]:
             raise Fail(d, "a table with an action_selector needs 'selector' keys")

@@ -181,6 +181,7 @@ class Calls:
 
     def call_action(self, var, args, scope, w, ctx, where):
         self.prog.actions[var.fq]["called"] = True
+        self.note_action(var)
         copies = [] if self.prog.actions[var.fq]["in_control"] else None
         codes, outs = self.bind_params(var.params, args, scope, w, ctx, where, f"action '{var.name}'",
                                        copy_back=copies)

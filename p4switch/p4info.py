@@ -98,6 +98,7 @@ def build(prog: Program) -> p4info_pb2.P4Info:
     used_actions += [n for n, a in prog.actions.items()
                      if a.get("in_control") and a.get("called") and n not in used_actions]
     used_actions = [n for n in used_actions if "hidden" not in prog.actions[n].get("annotations", {})]
+    used_actions = _p4c_action_order(prog, used_actions)
     # extern instances by P4Info name; an instance declared inside a table property is named after
     # the table (as p4c does), so its internal key differs from that name
     shown = {key: spec.get("name", key) for key, spec in prog.externs.items()}
@@ -255,6 +256,7 @@ def build(prog: Program) -> p4info_pb2.P4Info:
                 spec.translated_type.sdn_string.SetInParent()
         elif nt.get("width"):
             spec.original_type.bitstring.bit.bitwidth = nt["width"]
+    info.type_info.SetInParent()   # p4c always writes type_info, even when empty
     for ename, e in prog.enums.items():
         if e["width"] is not None and _enum_used(prog, ename):
             se = info.type_info.serializable_enums[ename]
@@ -264,6 +266,24 @@ def build(prog: Program) -> p4info_pb2.P4Info:
                 mm.name = member
                 mm.value = (e["values"][member] & ((1 << e["width"]) - 1)).to_bytes((e["width"] + 7) // 8, "big")
     return info
+
+
+def _p4c_action_order(prog, used: list[str]) -> list[str]:
+    """p4c lists actions control block by control block, breadth first from main (nested
+    instances after all top-level controls); in each, the global actions it references (p4c
+    copies them into the control, in front) come before the control's own actions."""
+    controls = getattr(prog, "controls", None) or []
+    order, frontier = [], [c for c in controls if c["parent"] is None]
+    while frontier:
+        order.extend(frontier)
+        fqs = [c["fq"] for c in frontier]
+        frontier = [c for fq in fqs for c in controls if c["parent"] == fq]
+    wanted, out = set(used), []
+    for c in order:
+        for name in c["globals"] + c["locals"]:
+            if name in wanted and name not in out:
+                out.append(name)
+    return out + [n for n in used if n not in out]
 
 
 def _enum_used(prog, ename):
