@@ -112,7 +112,7 @@ class Blocks:
         w.lines.extend(inits.lines)
         outs = [f"F.{attr(p['name'])}" for p in params if p["dir"] in ("out", "inout") and not self.is_composite(p["type"])]
         ctx = Ctx("control", fq, frame=True, outs=outs)
-        with self.exit_copies_out(w, outs):
+        with self.exit_copies_out(w, outs, d):
             self.block_body(sub1(d, "block"), Scope(scope), w, ctx)
         if outs:
             w(f"return ({', '.join(outs)},)")
@@ -282,7 +282,7 @@ class Blocks:
         call = f"{av.code}(F, {', '.join(codes + ['d_' + p['name'] for p in data])})"
         if lvs:
             tmp = self.fresh("r")
-            self.call_with_outs(w, tmp, call, lambda: w(f"({', '.join(lvs)},) = {tmp}"))
+            self.call_with_outs(w, tmp, call, lambda: w(f"({', '.join(lvs)},) = {tmp}"), av.decl)
         else:
             w(call)
         w.dedent()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from lark import Tree
+from lark import Token, Tree
 
 from . import types as T
 from .ir import (
@@ -70,11 +70,32 @@ class Calls:
             return self.call_extern_fn(var, args, targs_node, scope, w, ctx, where)
         raise Fail(name, f"'{name.value}' cannot be called")
 
+    def may_exit(self, tree) -> bool:
+        """Whether running this action/control declaration may execute `exit`: it has an exit
+        statement, or names a global action or a control type that may."""
+        memo = self.__dict__.setdefault("_may_exit", {})
+        if id(tree) in memo:
+            return memo[id(tree)]
+        memo[id(tree)] = False      # recursion guard
+        found = any(True for _ in tree.find_data("exit_stmt"))
+        if not found:
+            for token in tree.scan_values(lambda v: isinstance(v, Token)
+                                          and v.type in ("IDENTIFIER", "TYPE_IDENTIFIER")):
+                var = self.g.lookup(token.value)
+                decl = var.decl if var is not None and var.kind == "action" else \
+                    var.type.decl if var is not None and var.kind == "type" and isinstance(var.type, T.ObjT) \
+                    and var.type.kind == "control" else None
+                if isinstance(decl, Tree) and decl is not tree and self.may_exit(decl):
+                    found = True
+                    break
+        memo[id(tree)] = found
+        return found
+
     @contextmanager
-    def exit_copies_out(self, w, outs):
+    def exit_copies_out(self, w, outs, tree):
         """The body of an action or control with scalar out/inout parameters: `exit` still
         copies them out (P4 spec), so the _Exit raised inside carries their values."""
-        if not outs:
+        if not outs or not self.may_exit(tree):
             yield
             return
         w("try:")
@@ -85,9 +106,13 @@ class Calls:
         w("except _Exit:")
         w(f"    raise _Exit(({', '.join(outs)},))")
 
-    def call_with_outs(self, w, tmp, call, store):
+    def call_with_outs(self, w, tmp, call, store, callee):
         """`tmp = call` then `store()`; an exit inside the callee stores its copied-out values
         (see exit_copies_out) before the exit goes on."""
+        if not self.may_exit(callee):
+            w(f"{tmp} = {call}")
+            store()
+            return
         w("try:")
         w(f"    {tmp} = {call}")
         w("except _Exit as _x:")
@@ -190,7 +215,7 @@ class Calls:
             tmp = self.fresh("r")
             self.call_with_outs(w, tmp, call, lambda: [self.store(o, f"{tmp}[{i}]", w)
                                                        for i, o in enumerate(outs)
-                                                       if o.type is not T.DONTCARE])
+                                                       if o.type is not T.DONTCARE], var.decl)
         else:
             w(call)
         for tmp, target in copies or ():
@@ -430,7 +455,8 @@ class Calls:
             if outs:
                 tmp = self.fresh("r")
                 self.call_with_outs(w, tmp, call, lambda: [self.store(o, f"{tmp}[{i}]", w)
-                                                           for i, o in enumerate(outs)])
+                                                           for i, o in enumerate(outs)],
+                                    base.obj.type.decl)
             else:
                 w(call)
             return Ex("None", T.VOID)

@@ -270,7 +270,7 @@ class Declarations:
             pt = T.strip(p["type"])
             if p["dir"] is None and isinstance(pt, T.BitsT) and pt.signed:
                 w(f"p_{p['name']} = {self.wrap_code('p_' + p['name'], pt)}")
-        with self.exit_copies_out(w, outs):
+        with self.exit_copies_out(w, outs, d):
             self.block_body(sub1(d, "block"), body_scope, w, ctx)
         if outs:
             w(f"return ({', '.join(outs)},)")
