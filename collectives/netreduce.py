@@ -104,8 +104,14 @@ def _attach_aggregator(comm: Communicator, aggregator: str) -> int:
     return n
 
 
-def allreduce_netreduce(comm: Communicator, x: np.ndarray, aggregator: str, job_id: int = 1,
-                        credits: int = DEFAULT_CREDITS) -> np.ndarray:
+def allreduce_netreduce(comm: Communicator, x: np.ndarray, aggregator: str | list[str],
+                        job_id: int = 1, credits: int = DEFAULT_CREDITS) -> np.ndarray:
+    """`aggregator`: the address of this rank's aggregator, or every rank's (a job over
+    several leaves has one per leaf: `fabricctl job create` lists them)."""
+    if not isinstance(aggregator, str):
+        if len(aggregator) != comm.size:
+            raise ValueError(f"{len(aggregator)} aggregator addresses for {comm.size} ranks")
+        aggregator = aggregator[comm.rank]
     if x.dtype not in (np.int32, np.float32):
         raise ValueError(f"NetReduce sums int32 or float32, not {x.dtype}")
     if not 1 <= job_id <= 0xFFFF:

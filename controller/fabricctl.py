@@ -253,22 +253,35 @@ def group_delete(c: Ctx, name):
 
 @main.group()
 def job():
-    """In-network aggregation jobs (NetReduce)."""
+    """In-network aggregation jobs (NetReduce, and the SwitchML baseline)."""
 
 
 @job.command("create")
 @click.argument("name")
 @click.argument("workers", nargs=-1, required=True)
-@click.option("--slots", default=16, show_default=True, type=click.IntRange(1))
+@click.option("--kind", type=click.Choice(["netreduce", "switchml"]), default="netreduce",
+              show_default=True, help="netreduce: aggregation inside RC connections, per leaf "
+              "and on a spine when the workers span leaves; switchml: the opcode-0xC0 baseline "
+              "on one leaf.")
+@click.option("--credits", default=8, show_default=True, type=click.IntRange(1, 256),
+              help="netreduce: messages in flight per job (a power of two).")
+@click.option("--slots", default=16, show_default=True, type=click.IntRange(1),
+              help="switchml: register slots on the aggregating leaf.")
 @click.pass_obj
-def job_create(c: Ctx, name, workers, slots):
-    """An aggregation job NAME summing the WORKERS' chunks on one leaf."""
+def job_create(c: Ctx, name, workers, kind, credits, slots):
+    """An aggregation job NAME summing the WORKERS' vectors (worker w = the w-th host)."""
     def human(j):
-        table(["job", "id", "leaf", "address", "slots", "result group", "workers"],
-              [[j.name, j.job_id, j.leaf, j.address,
+        if j.kind == "netreduce":
+            table(["job", "id", "kind", "tree", "credits", "result group", "workers"],
+                  [[j.name, j.job_id, j.kind, " > ".join(j.switches), j.credits, j.group_id,
+                    ",".join(f"{w}@{a}" for w, a in zip(j.workers, j.addresses, strict=True))]])
+            return
+        table(["job", "id", "kind", "leaf", "address", "slots", "result group", "workers"],
+              [[j.name, j.job_id, j.kind, j.leaf, j.address,
                 f"{j.slot_base}..{j.slot_base + j.slots - 1}", j.group_id, ",".join(j.workers)]])
     c.emit(c.call("CreateAggregationJob",
-                  api.CreateAggregationJobRequest(name=name, workers=workers, slots=slots)),
+                  api.CreateAggregationJobRequest(name=name, workers=workers, slots=slots,
+                                                  kind=kind, credits=credits)),
            human)
 
 
@@ -304,9 +317,10 @@ def state(c: Ctx):
                  ["name", "id", "hosts", "links"]),
                 ("multicast groups", [[x.name, x.group_id, x.address, ",".join(x.members)]
                                       for x in s.groups], ["name", "id", "address", "members"]),
-                ("aggregation jobs", [[x.name, x.job_id, x.leaf, x.slots, ",".join(x.workers)]
-                                      for x in s.jobs], ["name", "id", "leaf", "slots",
-                                                         "workers"]),
+                ("aggregation jobs", [[x.name, x.job_id, x.kind,
+                                       " > ".join(x.switches) or x.leaf, x.slots,
+                                       ",".join(x.workers)] for x in s.jobs],
+                 ["name", "id", "kind", "switches", "slots", "workers"]),
                 ("steps", [[x.name, x.flows, x.subflows, x.pins] for x in s.steps],
                  ["name", "flows", "sub-flows", "pins"])):
             click.echo(f"\n{title}:")

@@ -221,10 +221,19 @@ class Service(fabric_pb2_grpc.FabricServicer):
 
     @_rpc
     def CreateAggregationJob(self, request, context):
+        kind = request.kind or "netreduce"
+        if kind == "switchml":
+            job, _ = self.fabric.change(
+                lambda intent: intent.create_job(request.name, list(request.workers),
+                                                 request.slots or 1))
+            return self._job(job)
+        if kind != "netreduce":
+            raise IntentError("INVALID_ARGUMENT", f"aggregation job kind must be netreduce or "
+                              f"switchml, not {kind!r}")
         job, _ = self.fabric.change(
-            lambda intent: intent.create_job(request.name, list(request.workers),
-                                             request.slots or 1))
-        return self._job(job)
+            lambda intent: intent.create_nr_job(request.name, list(request.workers),
+                                                request.credits or 8))
+        return self._nr_job(job)
 
     @_rpc
     def DeleteAggregationJob(self, request, context):
@@ -248,6 +257,7 @@ class Service(fabric_pb2_grpc.FabricServicer):
             reply.slices.extend(self._slice(s) for s in intent.slices.values())
             reply.groups.extend(self._group(g) for g in intent.groups.values())
             reply.jobs.extend(self._job(j) for j in intent.jobs.values())
+            reply.jobs.extend(self._nr_job(j) for j in intent.nr_jobs.values())
             for step in intent.steps.values():
                 plan = intent.step_plan(step)
                 reply.steps.add(name=step.name, flows=len(step.flows),
@@ -319,7 +329,22 @@ class Service(fabric_pb2_grpc.FabricServicer):
         return api.AggregationJob(
             name=job.name, job_id=job.job_id, leaf=job.leaf,
             address=self.fabric.intent.topo.switch(job.leaf).service_ip, workers=job.workers,
-            slot_base=job.slot_base, slots=job.slots, group_id=job.group_id)
+            slot_base=job.slot_base, slots=job.slots, group_id=job.group_id, kind="switchml")
+
+    def _nr_job(self, job) -> api.AggregationJob:
+        topo = self.fabric.intent.topo
+        first = job.stages[0]
+        return api.AggregationJob(
+            name=job.name, job_id=job.job_id, leaf=first.switch, address=first.address,
+            workers=job.workers, slot_base=first.slot_base, slots=job.slots,
+            group_id=job.stages[-1].group_id, kind="netreduce", credits=job.credits,
+            switches=[st.switch for st in job.stages],
+            addresses=[job.address_of(w, topo) for w in job.workers],
+            generation=job.generation,
+            stages=[api.AggregationStage(switch=st.switch, address=st.address,
+                                         job_index=st.job_index, slot_base=st.slot_base,
+                                         msg_base=st.msg_base, children=len(st.children),
+                                         group_id=st.group_id) for st in job.stages])
 
 
 # -- process ----------------------------------------------------------------------------------

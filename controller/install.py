@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller import multicast
+from controller import multicast, netreduce
 from controller.install_intent import GroupIntent, Intent, IntentError, JobIntent
 from controller.routing import Route
 from controller.topology import Topology
@@ -65,6 +65,7 @@ class SwitchPlan:
     slice_ports: dict[int, int] = field(default_factory=dict)    # ingress port -> slice id
     groups: list[McastEntry] = field(default_factory=list)
     jobs: list[AggEntry] = field(default_factory=list)
+    netreduce: list[tuple] = field(default_factory=list)   # (table entries, PRE groups) per job
     ports_up: dict[int, bool] = field(default_factory=dict)
     ecmp_mode: str = "hash"
     ecn_threshold: dict[int, int] = field(default_factory=dict)
@@ -132,6 +133,9 @@ def plan_switches(intent: Intent) -> dict[str, SwitchPlan]:
         _add_group(intent, plans, group)
     for job in intent.jobs.values():
         _add_job(intent, plans, job)
+    for nr_job in intent.nr_jobs.values():
+        for sw, stage in netreduce.entries(topo, nr_job).items():
+            plans[sw].netreduce.append(stage)
     for name in topo.switches:
         for port, link in topo.ports(name).items():
             plans[name].ports_up[port] = link.index not in intent.failed

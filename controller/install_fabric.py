@@ -107,6 +107,9 @@ def switch_state(topo: Topology, plan: SwitchPlan) -> State:
             "FabricIngress.switchml_jobs", {"hdr.ipv4.dstAddr": me.service_ip, "hdr.sml.jobId": j.job_id},
             "FabricIngress.switchml_job", {"result_ip": j.result_ip, "slot_base": j.slot_base,
                                 "num_slots": j.slots, "num_workers": j.workers}))
+    for tables, groups in plan.netreduce:
+        entries.extend(tables)
+        state.multicast_groups.extend(groups)
     for port, threshold in sorted(plan.ecn_threshold.items()):
         entries.append(TableEntry("FabricEgress.ecn_mark", {"standard_metadata.egress_port": port},
                                   "FabricEgress.set_ecn_threshold", {"threshold": threshold}))

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 import yaml
 
 from controller import ethereal, topology
+from controller.netreduce import NetReduceError, NetReduceJob, NetReducePlanner, Stage
 from controller.routing import Routing
 from controller.topology import Topology, TopologyError
 from controller.vclos import AllocationError, Slice, VClosAllocator
@@ -85,6 +86,8 @@ class Intent:
     allocator: VClosAllocator | None = None
     groups: dict[str, GroupIntent] = field(default_factory=dict)
     jobs: dict[str, JobIntent] = field(default_factory=dict)
+    nr_jobs: dict[str, NetReduceJob] = field(default_factory=dict)
+    nr_generation: int = 0
     steps: dict[str, StepIntent] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -103,6 +106,7 @@ class Intent:
         new.allocator = VClosAllocator(self.topo, self.allocator.isolation,
                                        dict(self.allocator.slices))
         new.groups, new.jobs, new.steps = dict(self.groups), dict(self.jobs), dict(self.steps)
+        new.nr_jobs = dict(self.nr_jobs)
         return new
 
     # -- queries ------------------------------------------------------------------------------
@@ -266,8 +270,34 @@ class Intent:
         return job
 
     def delete_job(self, name: str) -> None:
-        if self.jobs.pop(name, None) is None:
+        if self.jobs.pop(name, None) is None and self.nr_jobs.pop(name, None) is None:
             raise IntentError("NOT_FOUND", f"no aggregation job {name!r}")
+
+    def create_nr_job(self, name: str, workers: list[str], credits: int = 8) -> NetReduceJob:
+        """A NetReduce job: controller.netreduce chooses the tree (one leaf, or the workers'
+        leaves and a spine) and allocates its resources; worker w is workers[w]."""
+        _check_name(name, "aggregation job")
+        if name in self.jobs or name in self.nr_jobs:
+            raise IntentError("ALREADY_EXISTS", f"aggregation job {name!r} exists")
+        workers = self._members(workers, f"aggregation job {name}", 2)
+        self._common_slice(workers[0], workers, f"aggregation job {name}")
+        taken = {j.job_id & 0xFF for j in self.nr_jobs.values()} | \
+            {j.job_id for j in self.jobs.values()}
+        job_id = next((i for i in range(1, 256) if i not in taken), None)
+        if job_id is None:
+            raise IntentError("RESOURCE_EXHAUSTED", "every NetReduce job id (QP index) is in use")
+        planner = NetReducePlanner(self.topo, {j.job_id: j for j in self.nr_jobs.values()},
+                                   self.nr_generation)
+        used = {g.group_id for g in self.groups.values()} | {j.group_id for j in self.jobs.values()}
+        try:
+            job = planner.create(job_id, name, workers, credits, used_groups=used)
+        except NetReduceError as err:
+            code = "RESOURCE_EXHAUSTED" if "free" in str(err) or "in use" in str(err) \
+                else "INVALID_ARGUMENT"
+            raise IntentError(code, str(err)) from None
+        self.nr_generation = planner.generation
+        self.nr_jobs[name] = job
+        return job
 
     # -- helpers ------------------------------------------------------------------------------
     def _host(self, name: str):
@@ -295,6 +325,7 @@ class Intent:
 
     def _free_group_id(self) -> int:
         used = {g.group_id for g in self.groups.values()} | {j.group_id for j in self.jobs.values()}
+        used |= {st.group_id for j in self.nr_jobs.values() for st in j.stages}
         for gid in range(1, MAX_GROUP_ID + 1):
             if gid not in used:
                 return gid
@@ -321,6 +352,8 @@ class Intent:
             "slices": [{**asdict(s), "links": sorted(s.links)} for s in self.slices.values()],
             "groups": [asdict(g) for g in self.groups.values()],
             "jobs": [asdict(j) for j in self.jobs.values()],
+            "nr_jobs": [asdict(j) for j in self.nr_jobs.values()],
+            "nr_generation": self.nr_generation,
             "steps": [asdict(s) for s in self.steps.values()],
         }, indent=1)
 
@@ -337,6 +370,12 @@ class Intent:
             intent.groups[g["name"]] = GroupIntent(**{**g, "members": tuple(g["members"])})
         for j in data["jobs"]:
             intent.jobs[j["name"]] = JobIntent(**{**j, "workers": tuple(j["workers"])})
+        for j in data.get("nr_jobs", []):
+            stages = tuple(Stage(**{**st, "children": tuple(st["children"])})
+                           for st in j["stages"])
+            intent.nr_jobs[j["name"]] = NetReduceJob(**{**j, "workers": tuple(j["workers"]),
+                                                        "stages": stages})
+        intent.nr_generation = data.get("nr_generation", 0)
         for s in data["steps"]:
             flows = tuple(ethereal.Flow(**f) for f in s["flows"])
             intent.steps[s["name"]] = StepIntent(s["name"], flows, s["pins"])

@@ -52,7 +52,8 @@ def multicast_allgather(fabricd, ranks: Ranks, elements: int) -> list[list[str]]
 
 def netreduce(fabricd, ranks: Ranks, elements: int, slots: int = 128) -> list[list[str]]:
     names = [h.name for h in ranks.hosts]
-    job = fabricd.ctl_json("job", "create", "demo-nr", *names, "--slots", str(slots))
+    job = fabricd.ctl_json("job", "create", "demo-sml", *names, "--kind", "switchml",
+                           "--slots", str(slots))
     click.echo(f"demo: fabricctl job create demo-nr ... -> {job['leaf']} aggregates at "
                f"{job['address']}, slots {job['slot_base']}..{job['slot_base'] + slots - 1}")
     try:
@@ -62,7 +63,7 @@ def netreduce(fabricd, ranks: Ranks, elements: int, slots: int = 128) -> list[li
                         "slots": slots, "slot_base": job["slot_base"],
                         "rto": ranks.transport["min_rto"]})
     finally:
-        fabricd.ctl("job", "delete", "demo-nr")
+        fabricd.ctl("job", "delete", "demo-sml")
     return [summary("NetReduce", "allreduce ring (baseline)", ring),
             summary("NetReduce", f"allreduce switchml in {job['leaf']}", nr)]
 

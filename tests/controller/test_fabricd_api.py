@@ -91,7 +91,7 @@ def test_refusals_have_status_exit_code_and_change_nothing(daemon, tmp_path):
         (4, "INVALID_ARGUMENT", ["topology", "--set", str(bad_yaml)]),
         (4, "INVALID_ARGUMENT", ["group", "create", "g", "h1"]),
         (5, "RESOURCE_EXHAUSTED", ["slice", "create", "big", "5"]),
-        (5, "RESOURCE_EXHAUSTED", ["job", "create", "j", "h1", "h2", "--slots", "5000"]),
+        (5, "RESOURCE_EXHAUSTED", ["job", "create", "j", "h1", "h2", "--kind", "switchml", "--slots", "5000"]),
         (6, "not connected", ["counters", "leaf1"]),
         (2, "Usage", ["step", "install", "s", "--flow", "h1-h3"]),
     ]

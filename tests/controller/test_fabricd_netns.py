@@ -203,7 +203,7 @@ def test_routes_steps_groups_and_link_failure_on_the_data_plane(net):
 
 
 def test_aggregation_job_sums_and_multicasts_the_result(net):
-    job = json.loads(net.ctl("--json", "job", "create", "nr", "h1", "h2", "h3",
+    job = json.loads(net.ctl("--json", "job", "create", "sml", "h1", "h2", "h3", "--kind", "switchml",
                              "--slots", "4").stdout)
     assert (job["leaf"], job["address"]) == ("leaf1", "10.0.1.253")
     workers = job["workers"]

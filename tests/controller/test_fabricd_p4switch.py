@@ -154,9 +154,13 @@ def test_fabricd_installs_reconciles_and_survives_restarts(fabric, compiled):
         ("h1", "spine1"), ("h1", "spine2"), ("h2", "spine1"), ("h2", "spine2")]
     assert out["pins"] == 4
     ctl(server, "group", "create", "ag", "h1", "h2", "h3")
-    job = json.loads(ctl(server, "--json", "job", "create", "nr", "h1", "h2", "h3",
+    job = json.loads(ctl(server, "--json", "job", "create", "sml", "h1", "h2", "h3", "--kind", "switchml",
                          "--slots", "8"))
     assert (job["leaf"], job["address"], job["slots"]) == ("leaf1", "10.0.1.253", 8)
+    nrj = json.loads(ctl(server, "--json", "job", "create", "nrj", "h1", "h2", "h3"))
+    # NetReduce over two leaves: a stage per leaf, then a spine; each worker sends to its leaf
+    assert nrj["switches"][:2] == ["leaf1", "leaf2"] and nrj["switches"][2].startswith("spine")
+    assert nrj["addresses"] == ["10.0.1.253", "10.0.1.253", "10.0.2.253"]
     sizes = assert_switches_hold_exactly(daemon, pipeline)
     assert sizes["leaf1"] > base["leaf1"]
     state = json.loads(ctl(server, "--json", "state"))
@@ -174,7 +178,8 @@ def test_fabricd_installs_reconciles_and_survives_restarts(fabric, compiled):
     # A slice needs hosts free of other work: remove the step and group, then slice leaf2.
     ctl(server, "step", "remove", "ring0")
     ctl(server, "group", "delete", "ag")
-    ctl(server, "job", "delete", "nr")
+    ctl(server, "job", "delete", "sml")
+    ctl(server, "job", "delete", "nrj")
     assert assert_switches_hold_exactly(daemon, pipeline) == base
     ctl(server, "slice", "create", "jobA", "2")
     ctl(server, "link", "leaf1-spine2", "down")

@@ -1,0 +1,126 @@
+"""A leaf-spine of `p4switch run` processes configured only by fabricd, hosts in namespaces:
+the fabric the NetReduce end-to-end tests run collectives on. The switches' interfaces live
+in one namespace (Mininet's names), each host in its own."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from controller.topology import load
+from p4switch.device.process import SwitchProcess
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def sh(ns: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", "netns", "exec", ns, *args], capture_output=True, text=True,
+                          check=check, timeout=120)
+
+
+class Fabric:
+    def __init__(self, topo, fab: str, hosts: dict[str, str], devices: dict[str, str],
+                 server: str, switches: dict[str, str]):
+        self.topo, self.fab, self.hosts, self.devices = topo, fab, hosts, devices
+        self.server, self.switches = server, switches
+
+    def ctl(self, *args: str) -> dict:
+        out = sh(self.fab, sys.executable, "-m", "controller.fabricctl", "--server",
+                 self.server, "--json", *args)
+        return json.loads(out.stdout) if out.stdout.strip() else {}
+
+    def read(self, switch: str, reads: list[tuple[str, int]], kind: str = "register") -> list[int]:
+        """Register cells (or counter packet counts) read over P4Runtime from inside the
+        fabric's namespace, where the switches serve gRPC."""
+        code = (
+            "import json, sys, grpc\n"
+            "from p4.v1 import p4runtime_pb2 as pb, p4runtime_pb2_grpc as rpc\n"
+            "addr, dev, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]\n"
+            "reads = json.loads(sys.argv[4])\n"
+            "stub = rpc.P4RuntimeStub(grpc.insecure_channel(addr))\n"
+            "info = stub.GetForwardingPipelineConfig(pb.GetForwardingPipelineConfigRequest("
+            "device_id=dev, response_type=0)).config.p4info\n"
+            "ids = {x.preamble.name: x.preamble.id for x in "
+            "(info.registers if kind == 'register' else info.counters)}\n"
+            "out = []\n"
+            "for name, index in reads:\n"
+            "    r = pb.ReadRequest(device_id=dev)\n"
+            "    e = r.entities.add()\n"
+            "    if kind == 'register':\n"
+            "        e.register_entry.register_id = ids[name]\n"
+            "        e.register_entry.index.index = index\n"
+            "    else:\n"
+            "        e.counter_entry.counter_id = ids[name]\n"
+            "        e.counter_entry.index.index = index\n"
+            "    for resp in stub.Read(r):\n"
+            "        for ent in resp.entities:\n"
+            "            out.append(int.from_bytes(ent.register_entry.data.bitstring, 'big')\n"
+            "                       if kind == 'register' else ent.counter_entry.data.byte_count)\n"
+            "print(json.dumps(out))\n")
+        got = sh(self.fab, sys.executable, "-c", code, self.switches[switch],
+                 str(self.topo.switch(switch).device_id), kind, json.dumps(reads))
+        return json.loads(got.stdout)
+
+
+def quiet(ns: str) -> None:
+    for knob in ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"):
+        sh(ns, "sysctl", "-qw", knob, check=False)
+
+
+def build(netns_factory, tmp_path: Path, topology_yaml: str):
+    """Yields the Fabric; stops fabricd and every switch afterwards."""
+    path = tmp_path / "topology.yaml"
+    path.write_text(topology_yaml)
+    topo = load(path)
+    fab = netns_factory.netns("nrf")
+    quiet(fab)
+    hosts, devices = {}, {}
+    for lk in topo.links:
+        if lk.a in topo.hosts:
+            h = topo.host(lk.a)
+            ns = hosts[h.name] = netns_factory.netns(h.name)
+            quiet(ns)
+            netns_factory.veth(ns, fab, name_a="eth0", name_b=lk.b_intf)
+            devices[h.name] = "eth0"
+            leaf = topo.switch(h.leaf)
+            for cmd in (["link", "set", "eth0", "address", h.mac],
+                        ["addr", "add", f"{h.ip}/32", "dev", "eth0"],
+                        ["route", "add", leaf.gateway_ip, "dev", "eth0"],
+                        ["route", "add", "10.0.0.0/8", "via", leaf.gateway_ip],
+                        ["route", "add", "224.0.0.0/4", "dev", "eth0"],
+                        ["neigh", "add", leaf.gateway_ip, "lladdr", h.gateway_mac, "dev",
+                         "eth0"]):
+                subprocess.run(["ip", "-n", ns, *cmd], check=True, capture_output=True)
+        else:
+            netns_factory.veth(fab, fab, name_a=lk.a_intf, name_b=lk.b_intf)
+    procs, addresses = [], {}
+    daemon = None
+    try:
+        for sw in topo.switches.values():
+            ifaces = [a for port, lk in sorted(topo.ports(sw.name).items())
+                      for a in ("-i", f"{port}@{lk.a_intf if lk.a == sw.name else lk.b_intf}")]
+            proc = SwitchProcess(["--no-p4", "--device-id", str(sw.device_id),
+                                  "--queue-depth", "512", *ifaces], netns=fab).__enter__()
+            procs.append(proc)
+            addresses[sw.name] = proc.grpc_addr
+        port_file = tmp_path / "port"
+        args = [sys.executable, "-m", "controller.fabricd", "--topology", str(path),
+                "--listen", "127.0.0.1:0", "--port-file", str(port_file)]
+        args += [a for name, addr in addresses.items() for a in ("--switch", f"{name}={addr}")]
+        log = (tmp_path / "fabricd.log").open("w")
+        daemon = subprocess.Popen(["ip", "netns", "exec", fab, *args], cwd=REPO, stderr=log)
+        deadline = time.monotonic() + 90
+        while not port_file.exists() or not port_file.read_text().strip():
+            assert daemon.poll() is None, (tmp_path / "fabricd.log").read_text()
+            assert time.monotonic() < deadline, "fabricd did not start"
+            time.sleep(0.1)
+        yield Fabric(topo, fab, hosts, devices, f"127.0.0.1:{port_file.read_text().strip()}",
+                     addresses)
+    finally:
+        if daemon is not None and daemon.poll() is None:
+            daemon.terminate()
+            daemon.wait(10)
+        for proc in reversed(procs):
+            proc.stop()

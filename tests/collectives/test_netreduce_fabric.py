@@ -1,0 +1,136 @@
+"""NetReduce end to end on p4switch: ranks in namespaces run `allreduce netreduce` through a
+2-leaf, 1-spine fabric that fabricd configured (`fabricctl job create`), on one leaf and
+across both leaves (leaf stages + the spine stage), with 5% of the RoCE packets each host
+sends and receives dropped and 5% duplicated (contributions, results and ACKs alike). The
+results are exact (int32) or within the documented bound (float32), and afterwards every
+register of the job reads back, over P4Runtime, as nothing in flight: no slot holds a
+partial round and every message credit has returned."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from collectives_check import runs
+
+from collectives import netreduce as nr
+from collectives.launch import launch
+from collectives.runner import expected, make_input
+
+pytest.importorskip("p4switch")
+from nr_fabric import build  # noqa: E402
+
+pytestmark = [pytest.mark.netns, pytest.mark.slow]
+
+TOPOLOGY = """name: nr-e2e
+kind: leaf-spine
+leaves: 2
+spines: 1
+hosts_per_leaf: 4
+"""
+
+
+@pytest.fixture(scope="module")
+def fabric(tmp_path_factory):
+    from tests.conftest import NetnsFactory
+
+    factory = NetnsFactory()
+    try:
+        yield from build(factory, tmp_path_factory.mktemp("nrfab"), TOPOLOGY)
+    finally:
+        factory.cleanup()
+
+
+def _impair(fabric, hosts, drop, duplicate, seed):
+    from ebpf.impair import Impair
+
+    prog = Impair.load()
+    prog.configure(drop=drop, duplicate=duplicate, udp_dport=4791, seed=seed)
+    for h in hosts:
+        prog.attach(fabric.devices[h], fabric.hosts[h], directions=("ingress", "egress"))
+    return prog
+
+
+def _no_leaks(fabric, job):
+    """Every round the job started on every switch of its tree completed, and its credits
+    are all back: read from the data plane's registers over P4Runtime."""
+    gen, slots = job["generation"], job["slots"]
+    for st in job["stages"]:
+        children = st["children"]
+        cells = range(2 * st["slot_base"], 2 * (st["slot_base"] + slots))
+        tags = fabric.read(st["switch"], [("FabricIngress.nr_tag", i) for i in cells])
+        counts = fabric.read(st["switch"], [("FabricIngress.nr_count", i) for i in cells])
+        mine = [c for t, c in zip(tags, counts, strict=True) if t >> 24 == gen]
+        assert mine and all(c == children for c in mine), (st["switch"], mine)
+        msgs = range(2 * st["msg_base"], 2 * (st["msg_base"] + slots // nr.MSG_PKTS))
+        mtags = fabric.read(st["switch"], [("FabricIngress.nr_msg_tag", i) for i in msgs])
+        done = fabric.read(st["switch"], [("FabricIngress.nr_msg_done", i) for i in msgs])
+        assert all(d == nr.MSG_PKTS for t, d in zip(mtags, done, strict=True) if t >> 24 == gen)
+        (credit,) = fabric.read(st["switch"], [("FabricIngress.nr_credit", st["job_index"])])
+        assert credit == gen << 8, (st["switch"], hex(credit))
+
+
+def _run(fabric, tmp_path, workers, dtypes, elements, impaired=True):
+    job = fabric.ctl("job", "create", "e2e", *workers, "--credits", "4")
+    try:
+        assert job["kind"] == "netreduce"
+        ips = [fabric.topo.host(w).ip for w in workers]
+        plan = runs([elements], dtypes=dtypes, algos=[("allreduce", "netreduce")])
+        for run in plan:
+            run["options"] = {"aggregator": job["addresses"], "job_id": job["job_id"],
+                              "credits": 4}
+        prog = _impair(fabric, workers, 0.05, 0.05, 11) if impaired else None
+        try:
+            rows = launch(ips, plan, namespaces=[fabric.hosts[w] for w in workers],
+                          out_dir=tmp_path, timeout=300, step_timeout=240,
+                          transport={"min_rto": 0.05})
+            counters = prog.counters() if prog else None
+        finally:
+            if prog:
+                prog.close()
+        for i, run in enumerate(plan):
+            inputs = [make_input(run.get("seed", i), r, run["dtype"], run["elements"])
+                      for r in range(len(workers))]
+            want = expected("allreduce", inputs, 0)
+            for r in range(len(workers)):
+                got = np.load(tmp_path / f"run{i}_rank{r}.npy")
+                if run["dtype"] == "int32":
+                    assert np.array_equal(got, want)
+                else:       # against the exact sum (numpy's float32 sum rounds too)
+                    exact = np.stack(inputs).astype(np.float64).sum(axis=0)
+                    assert np.all(np.abs(got.astype(np.float64) - exact) <= _float_bound(inputs))
+        _no_leaks(fabric, job)
+        return job, rows, counters
+    finally:
+        fabric.ctl("job", "delete", "e2e")
+
+
+def _float_bound(inputs):
+    """Integer rounding (collectives.netreduce) plus float32 rounding of the result."""
+    stacked = np.stack(inputs).astype(np.float64)
+    n, blocks = len(inputs), -(-stacked.shape[1] // nr.VALUES)
+    padded = np.zeros((n, blocks * nr.VALUES))
+    padded[:, :stacked.shape[1]] = stacked
+    _, exp = np.frexp(np.abs(padded).reshape(n, blocks, nr.VALUES).max(axis=2))
+    bound = np.repeat(nr.float_error_bound(exp.max(axis=0), n), nr.VALUES)[:stacked.shape[1]]
+    return bound + np.abs(stacked.sum(axis=0)) * 2.0 ** -23
+
+
+@pytest.mark.ebpf
+@pytest.mark.parametrize("workers", [["h1", "h2"], ["h1", "h2", "h3", "h4"]],
+                         ids=["2-on-leaf1", "4-on-leaf1"])
+def test_one_leaf_exact_under_loss_and_duplication(fabric, tmp_path, workers):
+    job, rows, counters = _run(fabric, tmp_path, workers, ("int32", "float32"), 3000)
+    assert job["switches"] == ["leaf1"] and set(job["addresses"]) == {"10.0.1.253"}
+    assert counters.dropped > 0 and counters.duplicated > 0
+    assert sum(r["packets_retransmitted"] for r in rows) > 0
+
+
+@pytest.mark.ebpf
+@pytest.mark.parametrize("workers", [["h1", "h2", "h5"], [f"h{i}" for i in range(1, 9)]],
+                         ids=["3-on-2-leaves", "8-on-2-leaves"])
+def test_two_leaves_and_a_spine_exact_under_loss_and_duplication(fabric, tmp_path, workers):
+    job, rows, counters = _run(fabric, tmp_path, workers, ("int32", "float32"), 3000)
+    assert job["switches"] == ["leaf1", "leaf2", "spine1"]
+    assert [s["children"] for s in job["stages"]] == [
+        sum(fabric.topo.host(w).leaf == "leaf1" for w in workers),
+        sum(fabric.topo.host(w).leaf == "leaf2" for w in workers), 2]
+    assert counters.dropped > 0 and counters.duplicated > 0
