@@ -1,13 +1,14 @@
-"""`make demo`: a leaf-spine of p4switch switches in Mininet, configured only by fabricd over
-P4Runtime, runs collectives under hash ECMP, spraying, REPS and Ethereal; prints the
+"""`make demo`: a leaf-spine of p4switch (or, with `--target bmv2`, BMv2) switches in Mininet,
+configured only by fabricd over P4Runtime, runs collectives under hash ECMP, spraying, REPS and Ethereal; prints the
 collective completion times side by side and saves a plot.
 
-    sudo .venv/bin/python mininet/demo.py [--topology FILE] [--size 512KiB] [--repeat 3]
+    sudo .venv/bin/python mininet/demo.py [--target bmv2] [--topology FILE] [--size 512KiB]
 """
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
 from ideas import Ranks, multicast_allgather, netreduce, vclos
 from ideas import table as ideas_table
+from p4_switch import TARGETS, missing_tools
 from report import plot, table
 
 from collectives.cli import parse_size
@@ -90,7 +92,24 @@ def _drain_rto(depth: int, mbps: float) -> float:
     return max(0.1, 2 * depth * 1100 * 8 / (mbps * 1e6)) if mbps else 0.1
 
 
+def compile_fabric(target: str, out_dir: Path) -> tuple[Path, Path] | None:
+    """fabric.p4 compiled by p4c for BMv2 (P4Info, JSON) for fabricd to push; None for
+    p4switch, which fabricd compiles itself."""
+    if target != "bmv2":
+        return None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    p4info, config = out_dir / "fabric.p4info.txtpb", out_dir / "fabric.json"
+    out = subprocess.run(["p4c-bm2-ss", "--p4runtime-files", str(p4info), "-o", str(config),
+                          str(ROOT / "p4src" / "fabric.p4")], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise click.ClickException(f"p4c-bm2-ss cannot compile fabric.p4:\n{out.stderr}")
+    return p4info, config
+
+
 @click.command()
+@click.option("--target", type=click.Choice(TARGETS), default="p4switch", show_default=True,
+              help="The switches: this project's p4switch, or BMv2's simple_switch_grpc with "
+                   "fabric.p4 compiled by p4c-bm2-ss (both must be on PATH).")
 @click.option("--topology", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=ROOT / "controller/topologies/leafspine-2x2.yaml", show_default=True)
 @click.option("--collectives", "colls", default="allreduce/ring,allreduce/halving-doubling,alltoall/direct",
@@ -119,9 +138,13 @@ def _drain_rto(depth: int, mbps: float) -> float:
                                           "fabricctl by hand (FABRICD is in its environment).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out", show_default=True)
-def main(topology, colls, policies, size, repeat, link_mbps, queue_depth, window, reliability,
-         min_rto, ideas, cli, out_dir):
+def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth, window,
+         reliability, min_rto, ideas, cli, out_dir):
     """Run collectives under four load-balancing policies on an emulated P4 fabric."""
+    missing = missing_tools(target)
+    if missing:
+        raise click.ClickException(f"--target {target} needs {' and '.join(missing)} on PATH "
+                                   f"(build BMv2 with PI and p4c), or run the demo on p4switch")
     if os.geteuid() != 0:
         raise click.ClickException("Mininet needs root: run `sudo make demo`")
     try:
@@ -135,14 +158,15 @@ def main(topology, colls, policies, size, repeat, link_mbps, queue_depth, window
         link_mbps = topo.params.get("link_mbps") or 16.0
     out_dir.mkdir(parents=True, exist_ok=True)
     logs = out_dir / "logs"
-    click.echo(f"demo: {topo.name}: {len(topo.switches)} p4switch switches, "
+    pipeline = compile_fabric(target, logs)
+    click.echo(f"demo: {topo.name}: {len(topo.switches)} {target} switches, "
                f"{len(topo.hosts)} hosts, links at {_speed(link_mbps)}")
-    net = build_net(topo, log_dir=str(logs), link_mbps=link_mbps or None,
+    net = build_net(topo, target=target, log_dir=str(logs), link_mbps=link_mbps or None,
                     queue_depth=queue_depth)
     try:
         net.start()
         configure_hosts(net, topo)
-        with Fabricd(topology, logs) as fabricd:
+        with Fabricd(topology, logs, pipeline=pipeline) as fabricd:
             state = fabricd.ctl("state")
             click.echo(state.stdout.rstrip())
             if not ping_all(net, topo):

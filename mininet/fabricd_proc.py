@@ -16,8 +16,12 @@ class Fabricd:
     """Starts `fabricd` on an ephemeral 127.0.0.1 port and waits until it has served the
     topology (it has then pushed fabric.p4 and the routes to every switch)."""
 
-    def __init__(self, topology: Path, log_dir: Path, ecmp_mode: str = "hash"):
+    def __init__(self, topology: Path, log_dir: Path, ecmp_mode: str = "hash",
+                 pipeline: tuple[Path, Path] | None = None):
+        """`pipeline`: (P4Info, device config) compiled for the switches' target; without it
+        fabricd compiles fabric.p4 for p4switch."""
         self.topology, self.log_dir, self.ecmp_mode = topology, log_dir, ecmp_mode
+        self.pipeline = pipeline
         self.proc: subprocess.Popen | None = None
         self.address = ""
 
@@ -26,11 +30,12 @@ class Fabricd:
         port_file = self.log_dir / "fabricd.port"
         port_file.unlink(missing_ok=True)
         log = open(self.log_dir / "fabricd.log", "w")  # noqa: SIM115 (kept by Popen)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "controller.fabricd", "--topology", str(self.topology),
-             "--listen", "127.0.0.1:0", "--port-file", str(port_file),
-             "--state", str(self.log_dir / "fabric-state.json"), "--ecmp-mode", self.ecmp_mode],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        cmd = [sys.executable, "-m", "controller.fabricd", "--topology", str(self.topology),
+               "--listen", "127.0.0.1:0", "--port-file", str(port_file),
+               "--state", str(self.log_dir / "fabric-state.json"), "--ecmp-mode", self.ecmp_mode]
+        if self.pipeline:
+            cmd += ["--p4info", str(self.pipeline[0]), "--config", str(self.pipeline[1])]
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
         while not (port_file.exists() and port_file.read_text().strip()):
             if self.proc.poll() is not None:

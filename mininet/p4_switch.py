@@ -1,6 +1,7 @@
 """A Mininet switch that runs a P4Runtime-served v1model target: `p4switch run` (this project)
-or BMv2's `simple_switch_grpc` when asked for and installed. Both take the same options, so
-the rest of the experiment cannot tell them apart."""
+or BMv2's `simple_switch_grpc` when asked for and installed. Both start with no program and
+serve P4Runtime on the topology's port, so the controller cannot tell them apart; link speed
+is the switch's own egress pacing on p4switch and a kernel token bucket on BMv2's ports."""
 from __future__ import annotations
 
 import shutil
@@ -16,15 +17,15 @@ from p4switch.device.process import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 CPU_PORT = 510
+TARGETS = ("p4switch", "bmv2")
+# BMv2's Thrift server (its runtime CLI) would take 9090 on every switch: each gets its own.
+THRIFT_PORT_OFFSET = 10000
 
 
-def target_command(target: str) -> list[str]:
-    if target == "bmv2":
-        exe = shutil.which("simple_switch_grpc")
-        if exe is None:
-            raise RuntimeError("--target bmv2 needs simple_switch_grpc on PATH")
-        return [exe, "--no-p4"]
-    return [sys.executable, "-m", "p4switch.cli", "run", "--no-p4"]
+def missing_tools(target: str) -> list[str]:
+    """The executables `target` needs that are not on PATH (p4switch needs none)."""
+    tools = ("simple_switch_grpc", "p4c-bm2-ss") if target == "bmv2" else ()
+    return [t for t in tools if shutil.which(t) is None]
 
 
 class P4RuntimeSwitch(Switch):
@@ -43,11 +44,21 @@ class P4RuntimeSwitch(Switch):
         self.queue_depth = queue_depth
         self.proc: subprocess.Popen | None = None
 
-    def command(self) -> list[str]:
-        cmd = target_command(self.target)
+    def _port_args(self) -> list[str]:
+        args = []
         for intf, port in sorted(self.ports.items(), key=lambda kv: kv[1]):
             if intf.name != "lo":
-                cmd += ["-i", f"{port}@{intf.name}"]
+                args += ["-i", f"{port}@{intf.name}"]
+        return args
+
+    def command(self) -> list[str]:
+        if self.target == "bmv2":
+            # BMv2's own options first; the gRPC server's after "--".
+            return ["simple_switch_grpc", "--no-p4", "--device-id", str(self.device_id),
+                    "--thrift-port", str(self.grpc_port + THRIFT_PORT_OFFSET),
+                    *self._port_args(), "--", "--grpc-server-addr",
+                    f"127.0.0.1:{self.grpc_port}", "--cpu-port", str(CPU_PORT)]
+        cmd = [sys.executable, "-m", "p4switch.cli", "run", "--no-p4", *self._port_args()]
         cmd += ["--device-id", str(self.device_id), "--grpc-addr",
                 f"127.0.0.1:{self.grpc_port}", "--cpu-port", str(CPU_PORT)]
         if self.link_mbps:      # every port's egress paced like a link of that speed
@@ -74,6 +85,21 @@ class P4RuntimeSwitch(Switch):
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      cwd=ROOT)
         self._wait_listening()
+        if self.target == "bmv2" and self.link_mbps:
+            self._shape_ports()
+
+    def _shape_ports(self) -> None:
+        """BMv2 paces its queues only in packets/s, set over Thrift: shape each port's
+        egress in bits/s in the kernel instead (a token bucket holding queue_depth
+        full-size frames), so that both targets run links of the same speed."""
+        rate = self.link_mbps * 1e6 / 8                     # bytes/s
+        burst = max(3000, int(rate / 100))                  # 10 ms of line rate
+        limit = (self.queue_depth or 256) * 1514
+        for intf in self.intfList():
+            if intf.name != "lo":
+                subprocess.run(["tc", "qdisc", "replace", "dev", intf.name, "root", "tbf",
+                                "rate", f"{self.link_mbps:g}mbit", "burst", str(burst),
+                                "limit", str(limit)], check=True, capture_output=True)
 
     def _wait_listening(self, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout

@@ -1,0 +1,147 @@
+"""docker/compose.yaml as a running system: `up -d` starts the fabric (Mininet, p4switch
+switches) and fabricd as two services; fabricctl on the host, through fabricd's port
+published on 127.0.0.1, sees every switch connected and a slice it creates changes what the
+running fabric forwards; `down` removes everything."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from controller.topology import load
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "docker" / "compose.yaml"
+TOPOLOGY = ROOT / "controller" / "topologies" / "leafspine-2x2.yaml"
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+def _docker_answers() -> bool:
+    return subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    """A docker engine: the running one, else a dockerd started here (and stopped after)."""
+    missing = [t for t in ("docker", "dockerd", "docker-compose") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"dockerd cannot start: {', '.join(missing)} not installed "
+                    f"(apt-get install docker.io docker-compose)")
+    if _docker_answers():
+        yield
+        return
+    if os.geteuid() != 0:
+        pytest.skip("dockerd cannot start: no engine runs and starting one needs root")
+    log = tmp_path_factory.mktemp("dockerd") / "dockerd.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(["dockerd"], stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not _docker_answers():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            last = (log.read_text().strip().splitlines() or ["no output"])[-1]
+            pytest.skip(f"dockerd cannot start here: {last}")
+        time.sleep(0.5)
+    yield
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Compose:
+    def __init__(self, project: str, port: int) -> None:
+        self.project, self.port = project, port
+        self.env = os.environ | {"FABRICD_PORT": str(port)}
+
+    def __call__(self, *args: str, timeout: float = 600, check: bool = True):
+        out = subprocess.run(["docker-compose", "-f", str(COMPOSE), "-p", self.project, *args],
+                             env=self.env, capture_output=True, text=True, timeout=timeout,
+                             cwd=ROOT)
+        if check and out.returncode != 0:
+            raise AssertionError(f"docker-compose {' '.join(args)}: exit {out.returncode}\n"
+                                 f"{out.stdout[-2000:]}{out.stderr[-2000:]}")
+        return out
+
+    def ctl(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "controller.fabricctl", "--server",
+                               f"127.0.0.1:{self.port}", *args], capture_output=True,
+                              text=True, timeout=60, cwd=ROOT)
+
+    def ping(self, host: str, ip: str) -> bool:
+        out = self("exec", "-T", "fabric", "ip", "netns", "exec", f"mlf-{host}", "ping", "-c",
+                   "1", "-W", "2", ip, check=False, timeout=30)
+        return out.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def stack(engine):
+    """The image built (cached by layer content), the services up; torn down after."""
+    built = subprocess.run(["bash", str(ROOT / "docker" / "build-base.sh")],
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout + built.stderr
+    compose = Compose(f"mlfabrictest{os.getpid()}", _free_port())
+    compose("build", "fabric", timeout=900)
+    try:
+        compose("up", "-d", timeout=300)     # fabricd waits until the fabric is healthy
+        yield compose
+    finally:
+        logs = compose("logs", "--no-color", check=False, timeout=60)
+        compose("down", "-v", "--timeout", "30", check=False, timeout=180)
+        print(logs.stdout[-4000:])
+
+
+def _state(compose: Compose) -> dict:
+    out = compose.ctl("--json", "state")
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json.loads(out.stdout)
+
+
+def test_fabricctl_on_the_host_programs_the_running_fabric(stack):
+    topo = load(TOPOLOGY)
+    deadline = time.monotonic() + 120
+    while True:                      # fabricd may still be connecting to the switches
+        out = stack.ctl("--json", "state")
+        if out.returncode == 0:
+            state = json.loads(out.stdout)
+            if all(s["connected"] for s in state["switches"]):
+                break
+        assert time.monotonic() < deadline, out.stdout + out.stderr
+        time.sleep(1)
+    assert sorted(s["name"] for s in state["switches"]) == sorted(topo.switches)
+    before = state["entries"]
+
+    hosts = sorted(topo.hosts.values(), key=lambda h: h.rank)
+    out = stack.ctl("--json", "slice", "create", "jobA", "2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    state = _state(stack)
+    (sl,) = state["slices"]
+    assert sl["name"] == "jobA" and len(sl["hosts"]) == 2
+    assert state["entries"] != before, "the slice wrote nothing to the switches"
+
+    # The running fabric now isolates the slice: its two hosts reach each other, and
+    # neither reaches a host outside it, which it could before.
+    a, b = (topo.host(h) for h in sl["hosts"])
+    other = next(h for h in hosts if h.name not in sl["hosts"])
+    assert stack.ping(a.name, b.ip)
+    assert not stack.ping(a.name, other.ip)
+    assert stack.ctl("slice", "delete", "jobA").returncode == 0
+    assert stack.ping(a.name, other.ip)
