@@ -34,8 +34,9 @@ def pytest_collection_modifyitems(config, items):
         bcc_missing = _have_bcc()
         if bcc_missing:
             reasons["ebpf"] = bcc_missing
-    if shutil.which("simple_switch_grpc") is None:
-        reasons["bmv2"] = "BMv2 simple_switch_grpc is not on PATH"
+    missing = [t for t in ("simple_switch_grpc", "p4c-bm2-ss") if shutil.which(t) is None]
+    if missing:
+        reasons["bmv2"] = f"BMv2 needs {' and '.join(missing)} on PATH"
     for item in items:
         for marker, reason in reasons.items():
             # a marker, not a keyword: keywords also hold directory names (a checkout

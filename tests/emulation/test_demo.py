@@ -11,9 +11,11 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.mininet, pytest.mark.slow]
 
 
-def test_demo_runs_every_policy_and_idea(tmp_path):
+@pytest.mark.parametrize("target", ["p4switch", pytest.param("bmv2", marks=pytest.mark.bmv2)])
+def test_demo_runs_every_policy_and_idea(tmp_path, target):
     pytest.importorskip("mininet.net", reason="Mininet is not installed")
-    out = subprocess.run([sys.executable, str(ROOT / "mininet" / "demo.py"), "--repeat", "1",
+    out = subprocess.run([sys.executable, str(ROOT / "mininet" / "demo.py"), "--target", target,
+                          "--repeat", "1",
                           "--size", "32KiB", "--collectives", "allreduce/ring",
                           "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=600, cwd=ROOT)
