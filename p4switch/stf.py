@@ -27,6 +27,14 @@ Extensions of this runner (p4c's driver has no commands for action profiles):
 
 Expected packets are compared per port, in order, after the whole file has run (as the
 BMv2 driver does); a received packet may be longer than its expectation unless it ends in `$`.
+
+`dialect="p4c"` (`p4switch stf --dialect p4c`) refuses, with the reason, what p4c's BMv2
+driver (`backends/bmv2/run-bmv2-test.py`, grammar in `tools/stf/`, p4c 1.2.4) cannot run: the
+extension commands above, dotted names in check_counter (its grammar takes one identifier),
+ternary `&&&` masks (its lexer has no `&`), LPM `value/len` (it crashes on the pair), decimal
+ternary or LPM values (it builds masks from hex/binary digits), and entries of tables with
+range or optional keys (it has no such key kinds). A file that passes in this dialect runs
+unchanged on BMv2.
 """
 from __future__ import annotations
 
@@ -43,6 +51,9 @@ _COMMANDS = (
     "mc_node_associate", "mirroring_add", "check_counter", "add_member", "add_group",
     "add_indirect",
 )
+_EXTENSIONS = {"add_member", "add_group", "add_indirect"}   # not in p4c's BMv2 driver
+DIALECTS = ("p4switch", "p4c")
+_BARE_NAME = re.compile(r"^[A-Za-z_$][\w$]*$")
 _COMPARE = {"==": operator.eq, "!=": operator.ne, "<=": operator.le, "<": operator.lt,
             ">=": operator.ge, ">": operator.gt}
 _NUMBER = re.compile(r"^(0[xX][0-9a-fA-F*]+|0[bB][01*]+|[0-9]+)$")
@@ -84,8 +95,11 @@ class StfResult:
 # --------------------------------------------------------------------------- parsing
 
 
-def parse_stf(text: str, filename: str = "<stf>") -> list[Command]:
-    """Split an STF file into commands; raises StfError on an unknown command."""
+def parse_stf(text: str, filename: str = "<stf>", dialect: str = "p4switch") -> list[Command]:
+    """Split an STF file into commands; raises StfError on an unknown command (in the p4c
+    dialect also on this runner's extensions and on a dotted check_counter name)."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown STF dialect '{dialect}' (one of {', '.join(DIALECTS)})")
     commands = []
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
@@ -95,6 +109,15 @@ def parse_stf(text: str, filename: str = "<stf>") -> list[Command]:
         name = name.lower()
         if name not in _COMMANDS:
             raise StfError(filename, lineno, f"unknown STF command '{name}'")
+        if dialect == "p4c" and name in _EXTENSIONS:
+            raise StfError(filename, lineno, f"'{name}' is a p4switch extension: p4c's BMv2 "
+                                             "STF driver has no action-profile commands")
+        if dialect == "p4c" and name == "check_counter":
+            counter = rest.strip().partition("(")[0].strip()
+            if not _BARE_NAME.match(counter):
+                short = counter.rsplit(".", 1)[-1]
+                raise StfError(filename, lineno, f"check_counter '{counter}': p4c's STF grammar "
+                                                 f"takes a bare identifier, write '{short}'")
         commands.append(Command(lineno, name, rest.strip()))
     return commands
 
@@ -197,9 +220,10 @@ def _match_field(table, name: str):
 class StfRunner:
     """Executes parsed STF commands on a p4switch.Switch and checks the outputs."""
 
-    def __init__(self, sw, filename: str = "<stf>"):
+    def __init__(self, sw, filename: str = "<stf>", dialect: str = "p4switch"):
         self.sw = sw
         self.filename = filename
+        self.dialect = dialect
         info = sw.p4info
         self._tables = list(info.tables)
         self._actions = {a.preamble.id: a for a in info.actions}
@@ -261,6 +285,8 @@ class StfRunner:
         kind = p4info_pb2.MatchField.MatchType.Name(mf.match_type).lower()
         width = mf.bitwidth
         full = (1 << width) - 1
+        if self.dialect == "p4c":
+            self._check_p4c_key(mf.name, kind, text)
         if kind == "exact":
             value = _number(text)
         elif kind == "lpm":
@@ -302,6 +328,22 @@ class StfRunner:
             if part is not None and part >> width:
                 raise _LineError(f"value {part:#x} does not fit key '{mf.name}' (bit<{width}>)")
         return value
+
+    @staticmethod
+    def _check_p4c_key(name: str, kind: str, text: str):
+        """What p4c's driver cannot turn into a simple_switch_CLI key (see the module doc)."""
+        if kind in ("range", "optional"):
+            raise _LineError(f"key '{name}' is {kind}: p4c's BMv2 STF driver handles only "
+                             "exact, lpm and ternary keys")
+        if kind == "ternary" and "&&&" in text:
+            raise _LineError(f"ternary key '{name}:{text}': p4c's STF lexer has no '&', write "
+                             "the mask as don't-care nibbles (e.g. 0x0a0009**)")
+        if kind == "lpm" and "/" in text:
+            raise _LineError(f"lpm key '{name}:{text}': p4c's BMv2 STF driver mis-reads "
+                             "VALUE/LEN, write the prefix with don't-care nibbles (e.g. 0x0a00****)")
+        if kind in ("ternary", "lpm") and not text[:2].lower() in ("0x", "0b"):
+            raise _LineError(f"{kind} key '{name}:{text}': p4c's BMv2 STF driver needs a hex or "
+                             "binary value here (it derives the mask from the written digits)")
 
     def _entry_head(self, words: str):
         """'TABLE [PRIO] key:val ... rest' -> (table, priority, match, rest)."""
@@ -529,17 +571,19 @@ def _describe(filename, port, index, exp, act, problem) -> str:
 # --------------------------------------------------------------------------- entry points
 
 
-def run_stf(program: str | Path, stf: str | Path, include_dirs=(), sw=None) -> StfResult:
+def run_stf(program: str | Path, stf: str | Path, include_dirs=(), sw=None,
+            dialect: str = "p4switch") -> StfResult:
     """Load PROGRAM (unless a switch is given) and run the STF file on it.
 
-    Raises p4switch.P4CompileError for a bad program and StfError for a bad STF line."""
+    Raises p4switch.P4CompileError for a bad program and StfError for a bad STF line (in the
+    p4c dialect also for what p4c's BMv2 driver cannot run)."""
     import p4switch
 
     stf = Path(stf)
-    commands = parse_stf(stf.read_text(), str(stf))
+    commands = parse_stf(stf.read_text(), str(stf), dialect)
     if sw is None:
         sw = p4switch.load(str(program), include_dirs=tuple(include_dirs))
-    runner = StfRunner(sw, str(stf))
+    runner = StfRunner(sw, str(stf), dialect)
     return runner.run(commands)
 
 
@@ -549,14 +593,16 @@ def run_stf(program: str | Path, stf: str | Path, include_dirs=(), sw=None) -> S
 @click.option("-I", "include_dirs", multiple=True, type=click.Path(file_okay=False),
               help="Extra include directory for the C preprocessor.")
 @click.option("-v", "--verbose", is_flag=True, help="Print the packets each port emitted.")
-def stf_command(program, stf, include_dirs, verbose):
+@click.option("--dialect", type=click.Choice(DIALECTS), default="p4switch", show_default=True,
+              help="p4c: refuse what p4c's BMv2 STF driver cannot run (portable files).")
+def stf_command(program, stf, include_dirs, verbose, dialect):
     """Run the STF test STF on the P4 program PROGRAM.
 
     Exit status: 0 passed, 1 an expectation failed, 2 the program or the STF file is bad."""
     import p4switch
 
     try:
-        result = run_stf(program, stf, include_dirs)
+        result = run_stf(program, stf, include_dirs, dialect=dialect)
     except (p4switch.P4CompileError, StfError) as exc:
         click.echo(str(exc), err=True)
         sys.exit(2)

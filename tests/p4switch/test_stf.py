@@ -243,3 +243,56 @@ def test_malformed_lines(text, message):
     with pytest.raises(StfError) as err:
         _run(text)
     assert message in str(err.value)
+
+
+# --------------------------------------------------------------------------- the p4c dialect
+
+
+def _run_p4c(text):
+    sw = RecordingSwitch()
+    return sw, StfRunner(sw, "x.stf", "p4c").run(parse_stf(text, "x.stf", "p4c"))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("check_counter I.c(1) packets == 3\n",
+     "x.stf:1: check_counter 'I.c': p4c's STF grammar takes a bare identifier, write 'c'"),
+    ("add_member p 1 fwd(port:1)\n", "x.stf:1: 'add_member' is a p4switch extension"),
+    ("add t 1 t:0x0a00&&&0xf0f0 fwd(port:1)\n", "ternary key 'hdr.h.t:0x0a00&&&0xf0f0': p4c's "
+                                                "STF lexer has no '&'"),
+    ("add t l:0x0a000000/8 fwd(port:1)\n", "lpm key 'hdr.h.l:0x0a000000/8': p4c's BMv2 STF "
+                                           "driver mis-reads VALUE/LEN"),
+    ("add t 1 t:10 fwd(port:1)\n", "ternary key 'hdr.h.t:10': p4c's BMv2 STF driver needs a hex"),
+    ("add t l:167772160 fwd(port:1)\n", "lpm key 'hdr.h.l:167772160'"),
+    ("add t 1 r:1->5 fwd(port:1)\n", "key 'hdr.h.r' is range: p4c's BMv2 STF driver handles only"),
+    ("add t 1 o:* fwd(port:1)\n", "key 'hdr.h.o' is optional"),
+])
+def test_p4c_dialect_refuses_what_p4c_cannot_run(text, message):
+    with pytest.raises(StfError) as err:
+        _run_p4c(text)
+    assert message in str(err.value)
+
+
+def test_p4c_dialect_accepts_portable_lines():
+    sw, result = _run_p4c("add t 5 e:10 l:0x0a0001** t:0x0a** fwd(port:3) = A\n"
+                          "add t 6 e:0x0b l:0b1010**** t:0b0000000000001*** fwd(port:4)\n"
+                          "check_counter c(1) packets == 3\n")
+    assert result.passed
+    adds = [c for c in sw.calls if c[0] == "table_add"]
+    assert adds[0][1][1]["hdr.h.l"] == (0x0a000100, 24)
+    assert adds[0][1][1]["hdr.h.t"] == (0x0a00, 0xff00)
+    assert adds[1][1][1]["hdr.h.t"] == (0x0008, 0xfff8)
+
+
+def test_p4c_dialect_lines_are_fine_in_the_default_dialect():
+    _, result = _run("add t 1 t:0x0a00&&&0xf0f0 fwd(port:1)\nadd t 1 r:1->5 fwd(port:1)\n"
+                     "check_counter I.c(1) packets == 3\n")
+    assert result.passed
+
+
+def test_cli_dialect_option(tmp_path):
+    bad = tmp_path / "bad.stf"
+    bad.write_text("add t hdr.h.d:0x0a000000/8 fwd(port:1)\n")
+    run = _stf_cli("--dialect", "p4c", STF_DIR / "lpm_basic.p4", bad)
+    assert run.returncode == 2 and f"{bad}:1: lpm key 'hdr.h.d:0x0a000000/8'" in run.stderr
+    run = _stf_cli(STF_DIR / "lpm_basic.p4", bad)
+    assert run.returncode == 0, run.stdout + run.stderr
