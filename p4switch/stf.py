@@ -341,7 +341,7 @@ class StfRunner:
         if kind == "lpm" and "/" in text:
             raise _LineError(f"lpm key '{name}:{text}': p4c's BMv2 STF driver mis-reads "
                              "VALUE/LEN, write the prefix with don't-care nibbles (e.g. 0x0a00****)")
-        if kind in ("ternary", "lpm") and not text[:2].lower() in ("0x", "0b"):
+        if kind in ("ternary", "lpm") and text[:2].lower() not in ("0x", "0b"):
             raise _LineError(f"{kind} key '{name}:{text}': p4c's BMv2 STF driver needs a hex or "
                              "binary value here (it derives the mask from the written digits)")
 
