@@ -1,0 +1,133 @@
+"""One collective under one load-balancing policy, simulated; the result as one JSON row.
+
+Each rank starts step s+1 once it has sent (all acknowledged) and received everything of step
+s. On that arrival the engine calls `Run._arrive`, which turns the rank's flows of the step
+into queue pairs the way the policy does:
+- ecmp: one QP per flow on the per-connection source port the emulation's NICs use
+  (`controller.ethereal.default_sport`); after a timeout it re-hashes to a random port.
+- spray: one QP per flow, a random source port per packet.
+- reps: one QP per flow, REPS's recycled entropy (engine.cpp).
+- ethereal: that rank's `controller.ethereal.EtherealRank` plans the step's flows (split and
+  pinned by source port, pins installed where the port cannot steer); a QP per sub-flow; on a
+  timeout the same object's `on_timeout` re-picks the path.
+Per-packet work stays in C++; Python runs once per (rank, step) and once per Ethereal timeout.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+from controller import ethereal, hashing
+from controller.topology import Topology
+from sim.fabric import MODES, LinkSpec, SimFabric, Transport
+from sim.workloads import steps as make_steps
+
+POLICIES = ("ecmp", "spray", "reps", "ethereal")
+
+
+class Run:
+    def __init__(self, topo: Topology, algorithm: str, size: int, policy: str, *,
+                 link: LinkSpec = LinkSpec(), transport: Transport = Transport(),
+                 failed: tuple[int, ...] = (), seed: int = 0, progress=None) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+        self.topo, self.algorithm, self.size, self.policy = topo, algorithm, size, policy
+        self.seed, self.progress = seed, progress
+        n = len(topo.hosts)
+        self.steps = make_steps(algorithm, n, size)
+        self.fab = SimFabric(topo, link, transport, failed, seed=seed + 1)
+        self.names = [h.name for h in self.fab.hosts]
+        self.out_flows: list[list[list]] = [[[] for _ in self.steps] for _ in range(n)]
+        expect = [[0] * len(self.steps) for _ in range(n)]
+        for s, step in enumerate(self.steps):
+            for f in step.flows:
+                self.out_flows[f.src][s].append(f)
+                expect[f.dst][s] += f.bytes
+        e = self.fab.engine
+        e.set_ranks(n)
+        for r in range(n):
+            for s in range(len(self.steps)):
+                e.add_step(r, expect[r][s])
+        self.planners = {}
+        if policy == "ethereal":
+            self.planners = {h: ethereal.EtherealRank(topo, h, routing=self.fab.routing,
+                                                      mtu=transport.mtu) for h in self.names}
+        self.subflows: dict[int, ethereal.SubFlow] = {}
+        self.python_s = 0.0
+        e.on_arrive = self._arrive
+        e.on_timeout = self._timeout
+
+    # ---- callbacks from the engine --------------------------------------------------------
+    def _arrive(self, rank: int, s: int) -> None:
+        start = time.perf_counter()
+        flows = [ethereal.Flow(self.names[f.src], self.names[f.dst], f.bytes, dst_qp=self.seed)
+                 for f in self.out_flows[rank][s]]
+        e, mtu = self.fab.engine, self.fab.transport.mtu
+        if self.policy == "ethereal" and flows:
+            for sub in self.planners[self.names[rank]].plan(flows):
+                self._pins(sub)
+                dst = self.fab.index[sub.flow.dst]
+                mode = MODES["pinned"] if sub.path is not None else MODES["ecmp"]
+                qp = e.add_qp(rank, dst, s, sub.bytes, mtu, sub.sport, mode)
+                self.subflows[qp] = sub
+        else:
+            mode = MODES[self.policy if self.policy != "ethereal" else "ecmp"]
+            for f in flows:
+                e.add_qp(rank, self.fab.index[f.dst], s, f.bytes, mtu,
+                         ethereal.default_sport(f), mode)
+        if self.progress is not None:
+            self.progress.update(1)
+        self.python_s += time.perf_counter() - start
+
+    def _timeout(self, qp: int) -> None:
+        sub = self.subflows[qp]
+        new = self.planners[sub.flow.src].on_timeout(sub)
+        self._pins(new)
+        self.subflows[qp] = new
+        self.fab.engine.repath(qp, new.sport)
+
+    def _pins(self, sub: ethereal.SubFlow) -> None:
+        for pin in sub.pins:
+            self.fab.add_pin(pin.switch, pin.src_ip, pin.dst_ip, pin.sport, pin.port)
+
+    # ---- the run ---------------------------------------------------------------------------
+    def run(self, limit_s: float = 10.0) -> dict:
+        e = self.fab.engine
+        wall = time.perf_counter()
+        e.start()
+        end = self.fab.run(limit_s)
+        wall = time.perf_counter() - wall
+        n = len(self.names)
+        done = [e.rank_done(r) for r in range(n)]
+        ok = all(t >= 0 for t in done)
+        up = self.fab.uplink_bytes()
+        mean = sum(up.values()) / len(up) if up else 0
+        events = self.fab.events()
+        row = {
+            "topology": self.topo.name, "hosts": n, "collective": self.algorithm,
+            "size_bytes": self.size, "policy": self.policy,
+            "failed_links": [self.topo.links[i].name for i in self.fab.failed],
+            "seed": self.seed, "ok": ok,
+            "cct_s": max(done) if ok else None, "sim_end_s": end,
+            "gbps": self.fab.link.gbps, "mtu": self.fab.transport.mtu,
+            "qps": int(e.qp_count()), "packets": int(e.packets_sent),
+            "retransmitted": int(e.retransmitted), "timeouts": int(e.timeouts),
+            "dropped": int(e.dropped), "ecn_marked": int(e.marked),
+            "max_queue_kb": int(e.max_queue_bytes) / 1e3,
+            "uplink_imbalance": max(up.values()) / mean if mean else 0.0,
+            "events": events, "wall_s": wall, "events_per_s": events / wall if wall else 0.0,
+            "python_s": self.python_s,
+        }
+        self.fab.close()
+        return row
+
+
+def flow_loads(topo: Topology, subflows, dport: int = hashing.ROCEV2_PORT):
+    """The planner's bytes per directed link for a set of Ethereal sub-flows."""
+    from controller.loads import add_path
+
+    loads: dict = defaultdict(float)
+    for sub in subflows:
+        add_path(loads, topo, sub.flow.src, sub.flow.dst, sub.path.hops if sub.path else (),
+                 sub.bytes)
+    return dict(loads)
