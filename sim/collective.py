@@ -23,11 +23,12 @@ from sim.fabric import MODES, LinkSpec, SimFabric, Transport
 from sim.workloads import steps as make_steps
 
 POLICIES = ("ecmp", "spray", "reps", "ethereal")
+DEFAULT_LINK, DEFAULT_TRANSPORT = LinkSpec(), Transport()
 
 
 class Run:
     def __init__(self, topo: Topology, algorithm: str, size: int, policy: str, *,
-                 link: LinkSpec = LinkSpec(), transport: Transport = Transport(),
+                 link: LinkSpec = DEFAULT_LINK, transport: Transport = DEFAULT_TRANSPORT,
                  failed: tuple[int, ...] = (), seed: int = 0, progress=None) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")

@@ -123,7 +123,7 @@ struct Qp {
   bool has_work() const { return !done && (!retx.empty() || next_new < npkts); }
 };
 
-struct McastTree {                  // one (group, sender): ports to copy to, per switch
+struct McastTree {                  // a group's shared tree: ports to copy to, per switch
   std::unordered_map<int, std::vector<int>> ports;
 };
 
@@ -237,10 +237,9 @@ class Fabric {
   uint32_t max_queue_bytes = 0;
 
   // ---- multicast and aggregation (Multicast Allgather, NetReduce) ----------------------
-  // A switch copies a packet of (group, sender) to these ports; hosts count what arrives.
-  void add_mcast(uint32_t group, uint32_t sender, int sw, std::vector<int> ports) {
-    mcast_[mkey(group, sender)].ports[sw] = ports;
-  }
+  // A switch copies a packet of `group` to these ports but the one it came in on (one shared
+  // tree serves every sender); hosts count what arrives.
+  void add_mcast(uint32_t group, int sw, std::vector<int> ports) { mcast_[group].ports[sw] = ports; }
   // A host multicasts `bytes` to `group` in MTU packets, paced at line rate (no ACKs: the
   // paper's multicast sends without NACKs; loss repair is not modelled here).
   void mcast_send(int host, uint32_t group, uint64_t bytes, uint32_t mtu, double at) {
@@ -269,6 +268,13 @@ class Fabric {
   }
   double last_rx_at() const { return last_rx_at_; }
 
+  // The egress port switch `sw` gives a packet of this 5-tuple (the forwarding decision itself).
+  int route_of(int sw, uint32_t src, uint32_t dst, uint8_t proto, uint16_t sport, uint16_t dport) {
+    RoceHeader h;
+    h.src = src; h.dst = dst; h.proto = proto; h.sport = sport; h.dport = dport;
+    return route(sw, h);
+  }
+
  private:
   struct StepState { uint64_t expect, received; int sending; };
   struct Nic {
@@ -281,7 +287,6 @@ class Fabric {
   };
 
   static uint64_t key(int node, int port) { return uint64_t(node) << 32 | uint32_t(port); }
-  static uint64_t mkey(uint32_t g, uint32_t s) { return uint64_t(g) << 32 | s; }
   static double now() { return ns3::Simulator::Now().GetSeconds(); }
   static int leaf_of(uint32_t ip) { return (ip >> 8) & 0xFFFF; }   // 10.<l/256>.<l%256>.h
 
@@ -344,7 +349,7 @@ class Fabric {
   }
 
   void switch_mcast(int sw, int in_port, Ptr<ns3::Packet> p, RoceHeader& h) {
-    auto t = mcast_.find(mkey(h.dst, h.src));
+    auto t = mcast_.find(h.dst);
     if (t == mcast_.end()) { dropped++; return; }
     auto ps = t->second.ports.find(sw);
     if (ps == t->second.ports.end()) { dropped++; return; }
@@ -366,7 +371,6 @@ class Fabric {
     r.src = h.dst;                    // the result comes from the aggregator
     r.flags = MCAST;
     r.nhops = 0;
-    p->AddHeader(r);
     switch_mcast(sw, -1, p, r);
   }
 
@@ -476,7 +480,7 @@ class Fabric {
   }
 
   bool eligible(const Qp& q, double t) const {
-    return q.has_work() && q.inflight < window && q.next_send <= t + 1e-15;
+    return q.has_work() && q.inflight < window && q.next_send <= t + 1e-11;
   }
 
   void wake(int host) { schedule_pump(host, now()); }
@@ -507,7 +511,7 @@ class Fabric {
       a.erase(std::remove_if(a.begin(), a.end(), [this](int id) { return qps_[id].done; }), a.end());
       n.rr = 0;
     }
-    if (soonest >= 0) schedule_pump(host, soonest);
+    if (soonest >= 0) schedule_pump(host, std::max(soonest, t + 1e-11));
   }
 
   void schedule_pump(int host, double at) {
@@ -624,7 +628,7 @@ class Fabric {
   std::vector<std::vector<StepState>> steps_;
   std::vector<int> cur_step_;
   std::vector<double> rank_done_at_;
-  std::unordered_map<uint64_t, McastTree> mcast_;
+  std::unordered_map<uint32_t, McastTree> mcast_;
   std::unordered_map<uint32_t, AggJob> agg_;
   std::unordered_map<uint32_t, uint32_t> agg_group_;
   std::vector<uint64_t> host_rx_;

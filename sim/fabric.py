@@ -44,6 +44,8 @@ def ns3():
     if _ns is None:
         with _quiet_fd2(), contextlib.redirect_stderr(io.StringIO()):
             from ns import ns as _module
+        # picoseconds: at 400 Gbps a packet takes 83 ns, and ns rounding would skew rates
+        _module.Time.SetResolution(_module.Time.PS)
         import cppyy
 
         cppyy.cppdef(ENGINE.read_text())
@@ -82,9 +84,10 @@ class SimFabric:
     """One simulation: build, add QPs through `engine`, run, read counters. ns-3's simulator
     is a process-wide singleton, so a SimFabric is used for one run and then destroyed."""
 
-    def __init__(self, topo: Topology, link: LinkSpec = LinkSpec(),
-                 transport: Transport = Transport(), failed: tuple[int, ...] = (),
+    def __init__(self, topo: Topology, link: LinkSpec | None = None,
+                 transport: Transport | None = None, failed: tuple[int, ...] = (),
                  seed: int = 1) -> None:
+        link, transport = link or LinkSpec(), transport or Transport()
         ns = ns3()
         ns.Simulator.Destroy()
         ns.RngSeedManager.SetSeed(seed)
@@ -106,7 +109,7 @@ class SimFabric:
         e.seed(seed)
         self.nodes = ns.NodeContainer()
         self.nodes.Create(len(self.names))
-        for i, name in enumerate(self.names):
+        for i in range(len(self.names)):
             ip = ip_int(self.hosts[i].ip) if i < len(self.hosts) else 0
             e.add_node(self.nodes.Get(i), i < len(self.hosts), ip)
         p2p = ns.PointToPointHelper()

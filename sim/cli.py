@@ -1,0 +1,142 @@
+"""`python -m sim EXPERIMENT`: one command per experiment, a progress bar, JSON lines, a table
+and a PNG in --out."""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import click
+from tqdm import tqdm
+
+from collectives.cli import parse_size
+from controller.topology import Topology, TopologyError, leaf_spine, load
+from sim import report
+from sim.collective import POLICIES, Run
+from sim.fabric import LinkSpec, Transport
+from sim.workloads import ALGORITHMS, steps
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _list(text: str, known, what: str) -> list[str]:
+    items = [t for t in text.split(",") if t]
+    bad = [t for t in items if t not in known]
+    if bad or not items:
+        raise click.BadParameter(f"unknown {what} {bad}; choose from {list(known)}")
+    return items
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        out = [parse_size(t) for t in text.split(",") if t]
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--sizes") from None
+    if not out or min(out) < 1:
+        raise click.BadParameter("give one or more positive sizes", param_hint="--sizes")
+    return out
+
+
+def fabric(topology: Path | None, hosts: int, leaves: int | None) -> Topology:
+    """A topology file, or a leaf-spine of `hosts` hosts: as many leaves as spines as hosts
+    per leaf when `hosts` is a square (16x16x16 for 256, the Ethereal paper's)."""
+    if topology is not None:
+        try:
+            return load(topology)
+        except TopologyError as err:
+            raise click.BadParameter(str(err), param_hint="--topology") from None
+    if leaves is None:
+        leaves = math.isqrt(hosts)
+    if leaves < 1 or hosts % leaves:
+        raise click.BadParameter(f"{hosts} hosts do not spread evenly over {leaves} leaves",
+                                 param_hint="--hosts")
+    return leaf_spine(leaves, leaves, hosts // leaves)
+
+
+def failed_links(topo: Topology, count: int) -> tuple[int, ...]:
+    """`count` leaf-spine cables, leaf i to spine i: distinct leaves and spines."""
+    spines = topo.tier("spine") or topo.tier("agg")
+    if count > min(len(topo.leaves), len(spines)):
+        raise click.BadParameter(f"{topo.name} has no {count} disjoint leaf uplinks to fail",
+                                 param_hint="--failures")
+    return tuple(topo.link(topo.leaves[i].name, spines[i].name).index
+                 if topo.kind == "leaf-spine" else topo.uplinks(topo.leaves[i].name)[0].index
+                 for i in range(count))
+
+
+@click.group()
+def main() -> None:
+    """The four ideas at paper scale on ns-3 (see sim/README.md)."""
+
+
+@main.command()
+@click.option("--hosts", type=click.IntRange(2), default=256, show_default=True)
+@click.option("--leaves", type=click.IntRange(1), help="Leaves (= spines) [default: sqrt(hosts)].")
+@click.option("--topology", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A topology file instead of --hosts/--leaves.")
+@click.option("--collectives", "colls", default="all-to-all,halving-doubling", show_default=True,
+              help=f"Comma-separated, of {', '.join(ALGORITHMS)}.")
+@click.option("--sizes", default="1MiB", show_default=True, help="Bytes per rank, comma-separated.")
+@click.option("--policies", default=",".join(POLICIES), show_default=True)
+@click.option("--failures", default="0,1", show_default=True,
+              help="Failed leaf-spine links per run, comma-separated counts.")
+@click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
+@click.option("--delay-ns", type=click.FloatRange(min=0), default=500.0, show_default=True)
+@click.option("--mtu", type=click.IntRange(64, 9000), default=4096, show_default=True)
+@click.option("--window", type=click.IntRange(1), default=64, show_default=True,
+              help="Packets in flight per QP.")
+@click.option("--rto-us", type=click.FloatRange(min=1), default=100.0, show_default=True)
+@click.option("--seeds", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=ROOT / "out" / "sim", show_default=True)
+def ethereal(hosts, leaves, topology, colls, sizes, policies, failures, gbps, delay_ns, mtu,
+             window, rto_us, seeds, out_dir):
+    """Ethereal vs hash ECMP, spraying and REPS: CCT per collective, with and without failed
+    links."""
+    topo = fabric(topology, hosts, leaves)
+    algos = _list(colls, ALGORITHMS, "collective")
+    pols = _list(policies, POLICIES, "policy")
+    try:
+        fails = [int(x) for x in failures.split(",") if x]
+    except ValueError:
+        raise click.BadParameter(f"{failures!r} is not a list of counts",
+                                 param_hint="--failures") from None
+    cases = [(a, s, failed_links(topo, k), p, seed) for seed in range(seeds)
+             for a in algos for s in _sizes(sizes) for k in fails for p in pols]
+    link = LinkSpec(gbps, delay_ns)
+    transport = Transport(mtu=mtu, window=window, rto_s=rto_us * 1e-6)
+    title = (f"{topo.name}, {len(topo.hosts)} hosts, {gbps:g} Gbps, {delay_ns:g} ns links, "
+             f"MTU {mtu}")
+    rows = run_cases(topo, cases, link, transport, out_dir / "ethereal.jsonl")
+    finish(rows, out_dir / "ethereal.jsonl", out_dir / "ethereal-cct.png", title)
+
+
+def run_cases(topo, cases, link, transport, jsonl: Path) -> list[dict]:
+    """Every case in turn under one progress bar (it counts rank steps started); each row is
+    appended to `jsonl` as soon as it is done."""
+    jsonl.parent.mkdir(parents=True, exist_ok=True)
+    jsonl.write_text("")
+    rows, wall = [], time.perf_counter()
+    n = len(topo.hosts)
+    total = sum(len(steps(a, n, s)) * n for a, s, *_ in cases)
+    with tqdm(total=total, unit="rank-step", desc="sim", dynamic_ncols=True) as bar:
+        for algo, size, failed, policy, seed in cases:
+            bar.set_postfix_str(f"{algo} {report.size_text(size)} {policy}"
+                                f"{' failed' if failed else ''}")
+            row = Run(topo, algo, size, policy, link=link, transport=transport, failed=failed,
+                      seed=seed, progress=bar).run()
+            rows.append(row)
+            with jsonl.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+    click.echo(f"sim: {len(rows)} runs in {time.perf_counter() - wall:.1f} s wall")
+    return rows
+
+
+def finish(rows: list[dict], jsonl: Path, png: Path, title: str) -> None:
+    click.echo(f"\n{title}\n")
+    click.echo(report.table(rows))
+    report.plot(rows, png, title)
+    click.echo(f"\nsim: results in {jsonl}, plot in {png}")
+    if not all(r["ok"] for r in rows):
+        raise SystemExit(1)

@@ -1,0 +1,86 @@
+"""Result rows as JSON lines, the table a person reads (the demo's columns) and a PNG."""
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from collectives.results import format_table
+
+
+def write_jsonl(rows: list[dict], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def size_text(n: int) -> str:
+    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k and n % k == 0:
+            return f"{n // k}{unit}"
+    return f"{n}B"
+
+
+def _case(r: dict) -> tuple:
+    return (r["collective"], size_text(r["size_bytes"]), ",".join(r["failed_links"]) or "-")
+
+
+def table(rows: list[dict]) -> str:
+    """CCT per (collective, size, failed links) and policy: median over seeds, relative to
+    hash ECMP and to Ethereal in the same run."""
+    ccts: dict[tuple, list[float]] = defaultdict(list)
+    agg: dict[tuple, dict] = defaultdict(lambda: defaultdict(float))
+    for r in rows:
+        key = (*_case(r), r["policy"])
+        ccts[key].append(r["cct_s"] if r["ok"] else float("inf"))
+        for f in ("retransmitted", "timeouts", "uplink_imbalance", "wall_s", "events"):
+            agg[key][f] += r[f]
+        agg[key]["n"] += 1
+        agg[key]["ok"] = agg[key].get("ok", 1) and r["ok"]
+    head = ["collective", "size/rank", "failed", "policy", "CCT median us", "vs ecmp",
+            "vs ethereal", "retx", "timeouts", "busiest uplink", "events/s", "exact"]
+    lines = []
+    for key, values in ccts.items():
+        med = statistics.median(values)
+        a = agg[key]
+
+        def rel(policy: str, key=key, med=med) -> str:
+            base = ccts.get((*key[:3], policy))
+            return f"{med / statistics.median(base):.2f}x" if base else "-"
+
+        lines.append([*key, f"{med * 1e6:.1f}" if med != float("inf") else "unfinished",
+                      rel("ecmp"), rel("ethereal"), str(int(a["retransmitted"])),
+                      str(int(a["timeouts"])), f"{a['uplink_imbalance'] / a['n']:.2f}x mean",
+                      f"{a['events'] / a['wall_s']:,.0f}" if a["wall_s"] else "-",
+                      "yes" if a["ok"] else "NO"])
+    return format_table(head, lines)
+
+
+def plot(rows: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = list(dict.fromkeys(_case(r) for r in rows))
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    cct: dict[tuple, list[float]] = defaultdict(list)
+    for r in rows:
+        if r["ok"]:
+            cct[(_case(r), r["policy"])].append(r["cct_s"] * 1e6)
+    width = 0.8 / len(policies)
+    fig, ax = plt.subplots(figsize=(2.5 + 1.9 * len(cases), 3.8))
+    for i, policy in enumerate(policies):
+        xs = [j + (i - (len(policies) - 1) / 2) * width for j in range(len(cases))]
+        ax.bar(xs, [statistics.median(cct.get((c, policy), [0])) for c in cases], width,
+               label=policy)
+    ax.set_xticks(range(len(cases)),
+                  [f"{c}\n{s}" + (f"\nfailed {f}" if f != "-" else "") for c, s, f in cases],
+                  fontsize=7)
+    ax.set_ylabel("collective completion time (us)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,105 @@
+"""The simulator against the model code it claims to run: line rate, the ECMP hash, Ethereal's
+planned loads, a failed link, and the byte counts of Multicast Allgather and NetReduce."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from controller import ethereal, hashing, steps
+from controller.topology import fat_tree, leaf_spine
+from sim.collective import Run
+from sim.fabric import HEADER_BYTES, LinkSpec, SimFabric, Transport, ip_int, ns3
+from sim.ideas import multicast_allgather, netreduce
+
+LINK = LinkSpec(gbps=100, delay_ns=500)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine():
+    ns3()                      # import ns-3 and compile the engine once for the module
+
+
+def test_single_flow_reaches_line_rate():
+    topo = leaf_spine(2, 2, 1)
+    fab = SimFabric(topo, LINK, Transport())
+    e = fab.engine
+    e.set_ranks(2)
+    size = 8 << 20
+    e.add_step(0, 0)
+    e.add_step(1, size)
+    qp = e.add_qp(0, 1, 0, size, 4096, 0xC123, 0)
+    fab.run()
+    goodput = size * 8 / (e.qp_finished(qp) - e.qp_started(qp))
+    payload_rate = LINK.bps * 4096 / (4096 + HEADER_BYTES)
+    assert e.retransmitted == 0 and e.qp_received(qp) == -(-size // 4096)
+    assert goodput == pytest.approx(payload_rate, rel=0.05)
+    fab.close()
+
+
+@pytest.mark.parametrize("topo", [leaf_spine(2, 8, 1), fat_tree(4)], ids=["leafspine", "fattree"])
+def test_switch_ecmp_matches_controller_hash(topo):
+    fab = SimFabric(topo, LINK, Transport())
+    rng = random.Random(7)
+    hosts = list(topo.hosts.values())
+    for _ in range(1000):
+        src = rng.getrandbits(32)
+        dst = rng.choice(hosts)
+        # a switch that has a choice to make toward dst (a group of more than one uplink)
+        sw = rng.choice([s for s in topo.switches if len(fab.routing.group(s, dst.leaf)) > 1])
+        proto, sport, dport = rng.choice((17, 6)), rng.getrandbits(16), rng.getrandbits(16)
+        group = fab.routing.group(sw, dst.leaf)
+        want = group[hashing.ecmp_member(src, dst.ip, proto, sport, dport, len(group))].src_port
+        assert fab.engine.route_of(fab.index[sw], src, ip_int(dst.ip), proto, sport, dport) == want
+    fab.close()
+
+
+def test_ethereal_loads_equal_the_planners():
+    topo = leaf_spine(4, 4, 3)
+    n = len(topo.hosts)
+    run = Run(topo, "all-to-all", n * 40_000, "ethereal", link=LINK)
+    row = run.run()
+    assert row["ok"] and row["retransmitted"] == 0
+    hosts = [topo.host_by_rank(r).name for r in range(n)]
+    flows = steps.flows_of(steps.all_to_all(n, n * 40_000)[0], hosts)
+    plan = ethereal.plan_step(topo, flows, routing=run.fab.routing, mtu=run.fab.transport.mtu)
+    planned = {k: v for k, v in plan.loads.items() if v}
+    assert run.fab.fabric_loads() == planned
+
+
+@pytest.mark.parametrize("policy", ["ecmp", "spray", "reps", "ethereal"])
+def test_failed_link_is_routed_around(policy):
+    topo = leaf_spine(2, 2, 2)
+    failed = topo.link("leaf1", "spine1").index
+    row = Run(topo, "all-to-all", 4 * 200_000, policy, link=LINK, failed=(failed,)).run()
+    assert row["ok"], row                    # every rank finished despite the black hole
+    assert row["dropped"] > 0 and row["timeouts"] > 0
+    healthy = Run(topo, "all-to-all", 4 * 200_000, policy, link=LINK).run()
+    assert healthy["ok"] and healthy["timeouts"] == 0 and healthy["dropped"] == 0
+
+
+def test_ethereal_marks_the_failed_path_and_stops_using_it():
+    topo = leaf_spine(2, 2, 2)
+    failed = topo.link("leaf1", "spine1").index
+    run = Run(topo, "halving-doubling", 4 * 400_000, "ethereal", link=LINK, failed=(failed,))
+    row = run.run()
+    assert row["ok"]
+    for name, planner in run.planners.items():
+        if topo.host(name).leaf == "leaf1":
+            assert all(failed in p.links for p in planner.failed["leaf2"])
+    # after the re-pick no live sub-flow of leaf1's ranks is left on the failed path
+    assert all(failed not in sub.path.links for sub in run.subflows.values() if sub.path)
+
+
+def test_multicast_and_netreduce_byte_counts_match_the_formulas():
+    topo = leaf_spine(3, 2, 3)
+    tr = Transport(mtu=1024)
+    ring, mcast = multicast_allgather(topo, 64 * 1024, LINK, tr)
+    assert ring["ok"] and mcast["ok"]
+    assert ring["traversals"] == ring["formula"]
+    assert mcast["traversals"] == mcast["formula"]
+    assert ring["traversals"] / mcast["traversals"] > 1.5
+    ring, nr = netreduce(topo, 90 * 1024, LINK, tr)
+    assert ring["ok"] and nr["ok"]
+    assert ring["traversals"] == pytest.approx(ring["formula"])
+    assert nr["traversals"] == nr["formula"]
