@@ -62,6 +62,14 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
         default_action = set_dead_ports(0);
     }
 
+    /* meta.port_is_down = bit `port` of the map. p4c's BMv2 backend takes shift amounts of
+     * at most 8 bits, so the 9-bit port shifts by its low byte, then twice by 128 when
+     * port >= 256. */
+    action check_port(in bit<9> port) {
+        bit<8> high = (bit<8>)port[8:8] << 7;
+        meta.port_is_down = (bit<1>)(((meta.dead_ports >> port[7:0]) >> high) >> high);
+    }
+
     /* ---- slices (vClos) ---- */
     action set_slice(bit<8> slice_id) {
         meta.slice_id = slice_id;
@@ -541,7 +549,7 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
             } else {
                 if (path_pin.apply().hit) {
                     /* A pin onto a dead port is ignored: the packet is routed instead. */
-                    meta.port_is_down = (bit<1>)(meta.dead_ports >> meta.out_port);
+                    check_port(meta.out_port);
                     if (meta.port_is_down == 0) {
                         meta.routed = 1;
                     }
@@ -574,11 +582,10 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
                         }
                     }
                     if (meta.drop == 0 && meta.routed == 1) {
-                        meta.port_is_down = (bit<1>)(meta.dead_ports >> meta.out_port);
+                        check_port(meta.out_port);
                         if (meta.port_is_down == 1) {
                             if (meta.use_group == 1) {
-                                meta.port_is_down =
-                                    (bit<1>)(meta.dead_ports >> meta.backup_port);
+                                check_port(meta.backup_port);
                             }
                             if (meta.use_group == 1 && meta.port_is_down == 0) {
                                 meta.out_port = meta.backup_port;

@@ -113,3 +113,17 @@ def test_controller_batch_removes_a_port_from_every_group(sw):
             outs = sw.process(1, udp(host_ip(1), dst, sport, 4791))
             assert only_output(outs)[0] == live[
                 hashing.ecmp_member(host_ip(1), dst, 17, sport, 4791, 3)]
+
+
+def test_liveness_covers_every_port_number(sw):
+    """Ports above 255 take the map's second half (p4c limits shift amounts to 8 bits)."""
+    install_leaf(sw)
+    for port in (44, 255, 256, 300, 509):    # (511 is the drop port)
+        sw.table_add("FabricIngress.ipv4_route", {"meta.slice_id": 0,
+                                                  "hdr.ipv4.dstAddr": (ip("10.0.9.9"), 32)},
+                     "FabricIngress.route_to_port", {"port": port})
+        data = udp(host_ip(1), "10.0.9.9")
+        for dead, alive in (((), True), ((port,), False), ((port ^ 256, port - 1), True)):
+            _set_dead(sw, *dead)
+            assert [p for p, _ in sw.process(1, data)] == ([port] if alive else []), (port, dead)
+        sw.table_clear("FabricIngress.ipv4_route")
