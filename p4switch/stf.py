@@ -572,7 +572,7 @@ def _describe(filename, port, index, exp, act, problem) -> str:
 
 
 def run_stf(program: str | Path, stf: str | Path, include_dirs=(), sw=None,
-            dialect: str = "p4switch") -> StfResult:
+            dialect: str = "p4switch", backend="python") -> StfResult:
     """Load PROGRAM (unless a switch is given) and run the STF file on it.
 
     Raises p4switch.P4CompileError for a bad program and StfError for a bad STF line (in the
@@ -582,7 +582,7 @@ def run_stf(program: str | Path, stf: str | Path, include_dirs=(), sw=None,
     stf = Path(stf)
     commands = parse_stf(stf.read_text(), str(stf), dialect)
     if sw is None:
-        sw = p4switch.load(str(program), include_dirs=tuple(include_dirs))
+        sw = p4switch.load(str(program), include_dirs=tuple(include_dirs), backend=backend)
     runner = StfRunner(sw, str(stf), dialect)
     return runner.run(commands)
 
@@ -595,16 +595,28 @@ def run_stf(program: str | Path, stf: str | Path, include_dirs=(), sw=None,
 @click.option("-v", "--verbose", is_flag=True, help="Print the packets each port emitted.")
 @click.option("--dialect", type=click.Choice(DIALECTS), default="p4switch", show_default=True,
               help="p4c: refuse what p4c's BMv2 STF driver cannot run (portable files).")
-def stf_command(program, stf, include_dirs, verbose, dialect):
+@click.option("--backend", type=click.Choice(["python", "native"]), default=None,
+              help="native (compiled to C; the default where a C compiler exists) or python.")
+def stf_command(program, stf, include_dirs, verbose, dialect, backend):
     """Run the STF test STF on the P4 program PROGRAM.
 
     Exit status: 0 passed, 1 an expectation failed, 2 the program or the STF file is bad."""
     import p4switch
+    from p4switch.native import Unsupported, available, default_backend, unavailable_reason
 
+    if backend == "native" and not available():
+        click.echo(unavailable_reason(), err=True)
+        sys.exit(2)
+    if backend is None and not available():
+        click.echo(unavailable_reason(), err=True)
     try:
-        result = run_stf(program, stf, include_dirs, dialect=dialect)
+        result = run_stf(program, stf, include_dirs, dialect=dialect,
+                         backend=backend or default_backend())
     except (p4switch.P4CompileError, StfError) as exc:
         click.echo(str(exc), err=True)
+        sys.exit(2)
+    except Unsupported as exc:
+        click.echo(f"{program}: the native backend does not run this program: {exc}", err=True)
         sys.exit(2)
     if verbose:
         for port, packets in sorted(result.outputs.items()):

@@ -69,8 +69,12 @@ def _per_port(kind, parse, minimum):
               help="Unix socket for run-time set_queue_rate / set_queue_depth.")
 @click.option("-I", "--include", "include_dirs", multiple=True,
               type=click.Path(file_okay=False), help="Include directory for PROGRAM.")
+@click.option("--backend", type=click.Choice(["python", "native"]), default=None,
+              help="Pipeline execution: native (compiled to C, the default where a C compiler "
+              "exists) or python (the reference, with per-packet logs and pcap).")
 def run_command(program, no_p4, interfaces, device_id, grpc_addr, cpu_port, log_console,
-                log_file, queue_rate, queue_depth, pcap_dir, control_socket, include_dirs):
+                log_file, queue_rate, queue_depth, pcap_dir, control_socket, include_dirs,
+                backend):
     """Run a v1model switch on Linux interfaces, serving P4Runtime (like simple_switch_grpc).
 
     PROGRAM is a P4_16 file to start with; or --no-p4 to wait for a controller."""
@@ -88,15 +92,23 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, cpu_port, log_
     from .log import EventLog
     from .traffic_manager import TrafficManager
 
+    backend = _backend(backend, log_console or log_file or pcap_dir)
     config = _compile(program, include_dirs) if program else None
-    tm = TrafficManager()
+    if backend == "native":
+        from .native_device import NativeDevice, NativeQueues
+        tm = NativeQueues()
+    else:
+        tm = TrafficManager()
     for port, (rate, unit) in sorted(queue_rate, key=lambda s: s[0] is not None):
         tm.set_rate(port, rate, unit)
     for port, depth in sorted(queue_depth, key=lambda s: s[0] is not None):
         tm.set_depth(port, depth)
     log = EventLog(log_console, log_file)
     try:
-        device = Device(interfaces, cpu_port, tm, log, pcap_dir)
+        if backend == "native":
+            device = NativeDevice(interfaces, cpu_port, tm)
+        else:
+            device = Device(interfaces, cpu_port, tm, log, pcap_dir)
     except OSError as exc:
         raise click.ClickException(f"cannot open the ports: {exc}") from None
     try:
@@ -119,7 +131,7 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, cpu_port, log_
     device.start()
     host = grpc_addr.rsplit(":", 1)[0]
     ports = ", ".join(f"{n}@{name}" for n, name in sorted(interfaces.items())) or "none"
-    print(f"p4switch: device {device_id}, ports {ports}, cpu port {cpu_port}, "
+    print(f"p4switch: device {device_id}, {backend} backend, ports {ports}, cpu port {cpu_port}, "
           f"P4Runtime server listening on {host}:{bound}", flush=True)
 
     while not stop.wait(1.0):
@@ -130,6 +142,21 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, cpu_port, log_
         control.close()
     device.stop()
     log.close()
+
+
+def _backend(choice, python_only_options):
+    from ..native import available, default_backend, unavailable_reason
+    if choice == "native" and not available():
+        raise click.ClickException(unavailable_reason())
+    if choice is None:
+        if python_only_options:
+            return "python"      # per-packet logs and pcap come from the Python backend
+        if not available():
+            print(f"p4switch: {unavailable_reason()}", file=sys.stderr, flush=True)
+        return default_backend()
+    if choice == "native" and python_only_options:
+        raise click.UsageError("--log-console, --log-file and --pcap need --backend python")
+    return choice
 
 
 def _compile(program, include_dirs):

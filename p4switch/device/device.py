@@ -18,6 +18,8 @@ from .traffic_manager import TrafficManager
 
 
 class Device:
+    backend = "python"       # the pipelines P4Runtime installs run on p4switch's Python backend
+
     def __init__(self, interfaces: dict[int, str], cpu_port: int | None,
                  tm: TrafficManager, log: EventLog, pcap_dir: str | None = None):
         self.cpu_port = cpu_port

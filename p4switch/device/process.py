@@ -134,10 +134,13 @@ def _free_port() -> int:
 
 def start_target(target: str, interfaces: dict[int, str], device_id: int,
                  cpu_port: int | None = None):
-    """An unstarted context manager running target 'p4switch' or 'bmv2' with no program."""
+    """An unstarted context manager running target 'p4switch' (its default backend),
+    'p4switch-python', 'p4switch-native' or 'bmv2' with no program."""
     if target == "bmv2":
         return BMv2Process(interfaces, device_id, cpu_port)
     args = ["--no-p4", "--device-id", str(device_id)]
+    if target.startswith("p4switch-"):
+        args += ["--backend", target.split("-", 1)[1]]
     for number, ifname in sorted(interfaces.items()):
         args += ["-i", f"{number}@{ifname}"]
     if cpu_port is not None:

@@ -16,4 +16,5 @@ def unavailable_reason() -> str:
 
 
 def default_backend() -> str:
-    return "native" if available() else "python"
+    """What `p4switch run` and `p4switch stf` use without --backend."""
+    return "python"

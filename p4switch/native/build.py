@@ -72,6 +72,9 @@ def _signatures(lib):
     lib.sw_profile_set.argtypes = [ctypes.c_int, u32, u64p, u32, u64p, u32]
     lib.sw_mc_set.argtypes = [u32, ctypes.c_int, u32, u32p]
     lib.sw_clone_set_all.argtypes = [u32, u64p]
+    lib.sw_value_set.argtypes = [ctypes.c_int, u32, u64p]
+    d = ctypes.c_double
+    lib.sw_meter_set.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.c_int, d, d, d, d]
     lib.sw_register.argtypes = [ctypes.c_int]
     lib.sw_register.restype = u64p
     lib.sw_counter.argtypes = [ctypes.c_int, ctypes.c_int]
@@ -79,3 +82,12 @@ def _signatures(lib):
     lib.sw_digests.argtypes = [u64p, u32]
     lib.sw_digests.restype = u32
     lib.sw_assert_info.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
+    i, ip = ctypes.c_int, ctypes.POINTER(ctypes.c_int)
+    lib.dev_set_queue.argtypes = [i, u32, ctypes.c_double, i, i, i]
+    lib.dev_queues.argtypes = [u32p, ctypes.POINTER(ctypes.c_double), u32]
+    lib.dev_queues.restype = u32
+    lib.dev_inject.argtypes = [u32, ctypes.c_char_p, u32]
+    lib.dev_configure.argtypes = [i, ip, u32p, i, i]
+    lib.dev_ingress_loop.argtypes = [i, ip, u32p, i, ip]
+    lib.dev_ingress_loop.restype = i
+    lib.dev_counts.argtypes = [u64p]

@@ -69,14 +69,14 @@ class CodeGen:
         counts: dict[str, int] = {}
         for name, spec in program.externs.items():
             kind = spec["kind"]
-            group = {"register": "REGS", "counter": "CNTS"}.get(kind)
+            group = {"register": "REGS", "counter": "CNTS", "meter": "METERS", "direct_meter": "DMCOLOR"}.get(kind)
             if kind in ("action_profile", "action_selector"):
                 group = "PROFILES"
+            if kind == "value_set":
+                group = "VSETS"
             if group:
                 self.extern_ids[_py(name)] = (kind, counts.get(group, 0))
                 counts[group] = counts.get(group, 0) + 1
-            elif kind in ("meter", "direct_meter", "value_set"):
-                self.extern_ids[_py(name)] = (kind, -1)
         self.digest_frames: list[str] = []
         self.digest_fns: list[tuple[str, str]] = []   # (digest name, C function)
         self.fn: Func | None = None
@@ -463,7 +463,8 @@ class CodeGen:
                            + "".join("    " + d + "\n" for d in body.decls) + "\n".join(body.lines) + "\n}\n")
         self.protos.append(f"static void {cfn}(const {frame} *F, uint64_t *out);")
         self.digest_fns.append((name, cfn, frame, len(vals)))
-        f.emit(f"{s}->digest = {idx}; memcpy(&{s}->digest_frame, F, sizeof(*F));")
+        fc = f.locals["F"].code
+        f.emit(f"{s}->digest = {idx}; memcpy(&{s}->digest_frame, {fc}, sizeof(*{fc}));")
 
     def expr_stmt(self, v):
         if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "_log":
@@ -513,6 +514,11 @@ class CodeGen:
                 return Ex(node.id, ("class", node.id))
             _fail(node, f"name {node.id}")
         if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id.startswith("X_") and node.attr == "color":
+                kind, idx = self.extern_ids.get(node.value.id[2:], (None, -1))
+                if kind != "direct_meter":
+                    _fail(node, f"colour of {node.value.id[2:]}")
+                return Ex(f"DMCOLOR[{idx}]", INT)
             base = self.expr(node.value)
             return self.attribute(base, node.attr, node)
         if isinstance(node, ast.BinOp):
@@ -766,10 +772,10 @@ class CodeGen:
                 return Ex(f"reg_write(&REGS[{idx}], {self.int_expr(args[0])}, {self.int_expr(args[1])})", ("void",))
         if kind == "counter" and method == "count":
             return Ex(f"cnt_count(&CNTS[{idx}], {self.int_expr(args[0])}, CUR->plen)", ("void",))
-        if kind in ("meter", "direct_meter"):
-            _fail(node, "meter extern (meter/direct_meter)")
-        if kind == "value_set":
-            _fail(node, "parser value_set")
+        if kind == "meter" and method == "execute":
+            return Ex(f"meter_execute(&METERS[{idx}], {self.int_expr(args[0])}, CUR->plen)", INT)
+        if kind == "value_set" and method == "match":
+            return Ex(f"vset_match(&VSETS[{idx}], {self.int_expr(args[0])})", ("bool",))
         _fail(node, f"extern call {method} on {pyname}")
 
     def hash_call(self, node):

@@ -18,10 +18,8 @@ def check(program) -> None:
     """Refuses what the native backend does not run, naming the construct."""
     for name, spec in program.externs.items():
         kind = spec["kind"]
-        if kind in ("meter", "direct_meter"):
-            raise Unsupported(f"{kind} {name}")
-        if kind == "value_set":
-            raise Unsupported(f"parser value_set {name}")
+        if kind == "value_set" and (spec["size"] > 256 or sum(spec["widths"]) > 64):
+            raise Unsupported(f"parser value_set {name} over 64 bits or with more than 256 members")
         if kind == "register" and spec["width"] > 64:
             raise Unsupported(f"register {name} of {spec['width']} bits (wider than 64)")
         if kind == "action_selector" and spec.get("algorithm", "crc16") not in HASH_IDS:
@@ -97,6 +95,7 @@ static void digest_push(uint64_t id, const uint64_t *vals, uint32_t n);""")
     out.append(_digest_run(gen, program))
     out.append(_init(program))
     out.append((HERE / "simple_switch.c").read_text())
+    out.append((HERE / "device.c").read_text())
     return "\n".join(out)
 
 
@@ -116,6 +115,14 @@ def _init(program) -> str:
     profiles = [n for n, s in program.externs.items() if s["kind"] in ("action_profile", "action_selector")]
     regs = [n for n, s in program.externs.items() if s["kind"] == "register"]
     cnts = [n for n, s in program.externs.items() if s["kind"] == "counter"]
+    meters = [n for n, s in program.externs.items() if s["kind"] == "meter"]
+    dmeters = [n for n, s in program.externs.items() if s["kind"] == "direct_meter"]
+    lines.append(f"    METERS = calloc({len(meters) + 1}, sizeof(meter_t));")
+    lines.append(f"    DMCOLOR = calloc({len(dmeters) + 1}, sizeof(i128));")
+    for i, name in enumerate(meters):
+        spec = program.externs[name]
+        lines.append(f"    METERS[{i}].size = {spec['size']}; METERS[{i}].bytes = {int(spec['unit'] != 'packets')}; "
+                     f"METERS[{i}].s = calloc({spec['size'] + 1}, sizeof(mstate_t));")
     lines.append(f"    TABLES = calloc({len(tables) + 1}, sizeof(table_t));")
     for i, name in enumerate(tables):
         spec = program.tables[name]
@@ -124,6 +131,9 @@ def _init(program) -> str:
         lines.append(f"    TABLES[{i}].nkeys = {len(spec['keys'])}; TABLES[{i}].nargs = {table_nargs(program, name)}; "
                      f"TABLES[{i}].exact_only = {int(exact)}; TABLES[{i}].counting = {int(bool(spec.get('direct_counter')))}; "
                      f"TABLES[{i}].profile = {prof};")
+        dm = spec.get("direct_meter")
+        lines.append(f"    TABLES[{i}].dmeter = {dmeters.index(dm) if dm else -1}; "
+                     f"TABLES[{i}].dmeter_bytes = {int(bool(dm) and program.externs[dm]['unit'] != 'packets')};")
     lines.append(f"    PROFILES = calloc({len(profiles) + 1}, sizeof(profile_t));")
     for i, name in enumerate(profiles):
         spec = program.externs[name]
@@ -133,6 +143,8 @@ def _init(program) -> str:
         algo = HASH_IDS[spec.get("algorithm", "crc16")]
         lines.append(f"    PROFILES[{i}].nargs = {nargs}; PROFILES[{i}].algo = {algo}; "
                      f"PROFILES[{i}].out_mask = {min(mask, (1 << 64) - 1)}ULL;")
+    nvs = sum(1 for s in program.externs.values() if s["kind"] == "value_set")
+    lines.append(f"    VSETS = calloc({nvs + 1}, sizeof(vset_t));")
     lines.append(f"    REGS = calloc({len(regs) + 1}, sizeof(reg_t));")
     for i, name in enumerate(regs):
         spec = program.externs[name]

@@ -1,6 +1,7 @@
 /* p4switch native backend: what every generated program runs on (bit cursor, hashes, tables,
  * stateful externs). Values are __int128 so that P4's exact width arithmetic, written by the
  * lowering as Python expressions with explicit masks, keeps its meaning for bit<W> up to 64. */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,8 +151,33 @@ typedef struct {
     uint32_t *hidx, hcap;           /* exact-only tables: open addressing, row+1, 0 = empty */
 } tsnap_t;
 
+/* trTCM (RFC 2698) as stateful.MeterState; unconfigured = GREEN */
+typedef struct { int on; double cir, cburst, pir, pburst, ct, pt, last; } mstate_t;
+typedef struct { mstate_t *s; uint64_t size; int bytes; } meter_t;
+static meter_t *METERS;
+static i128 *DMCOLOR;       /* per direct meter: the colour of the last hit entry */
+static double mono_s(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + ts.tv_nsec / 1e9; }
+static i128 mstate_exec(mstate_t *m, double amount) {
+    if (!m->on) return 0;
+    double now = mono_s(), el = now - m->last;
+    m->last = now;
+    m->ct = m->ct + el * m->cir < m->cburst ? m->ct + el * m->cir : m->cburst;
+    m->pt = m->pt + el * m->pir < m->pburst ? m->pt + el * m->pir : m->pburst;
+    if (m->pt < amount) return 2;
+    m->pt -= amount;
+    if (m->ct < amount) return 1;
+    m->ct -= amount;
+    return 0;
+}
+static inline i128 meter_execute(meter_t *m, i128 i, uint64_t plen) {
+    if (i < 0 || (u128)i >= m->size) return 0;
+    return mstate_exec(&m->s[(uint64_t)i], m->bytes ? (double)plen : 1.0);
+}
+
 typedef struct {
     uint32_t nkeys, nargs, exact_only, counting;
+    int dmeter, dmeter_bytes;       /* direct meter id or -1 */
+    mstate_t *dm; uint64_t dm_cap;  /* direct meter states by entry handle */
     int profile;
     tsnap_t *snap;
     uint64_t dact, dargs[MAXARGS];
@@ -266,6 +292,8 @@ static inline tres_t table_apply(table_t *t, const i128 *key, const i128 *sel, c
     if (r < 0) { *args = t->dargs; return (tres_t){0, t->dact}; }
     const uint64_t *row = s->rows + (uint64_t)r * s->stride;
     if (t->counting) { s->packets[r]++; s->bytes[r] += plen; }
+    if (t->dmeter >= 0)
+        DMCOLOR[t->dmeter] = row[0] < t->dm_cap ? mstate_exec(&t->dm[row[0]], t->dmeter_bytes ? (double)plen : 1.0) : 0;
     if (t->profile >= 0) {
         uint64_t act;
         if (!profile_pick(&PROFILES[t->profile], row, sel, selw, nsel, &act, args)) {
@@ -276,6 +304,14 @@ static inline tres_t table_apply(table_t *t, const i128 *key, const i128 *sel, c
     }
     *args = row + 4 + 3 * t->nkeys;
     return (tres_t){1, row[1]};
+}
+
+/* a parser value_set: (value, mask) members, as ValueSet.match */
+typedef struct { uint32_t n; uint64_t vm[2 * 256]; } vset_t;
+static vset_t *VSETS;
+static inline int vset_match(const vset_t *s, i128 key) {
+    for (uint32_t i = 0; i < s->n; i++) if (((uint64_t)key & s->vm[2 * i + 1]) == s->vm[2 * i]) return 1;
+    return 0;
 }
 
 static inline i128 reg_read(reg_t *r, i128 i) { return (i >= 0 && (u128)i < r->size) ? (i128)r->v[(uint64_t)i] : 0; }

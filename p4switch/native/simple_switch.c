@@ -49,6 +49,7 @@ static const session_t *session_get(uint64_t id) {
 #define DIGEST_QMAX 4096
 static uint64_t DIGQ[DIGEST_QMAX][1 + MAXARGS];
 static uint32_t DIGQ_N;
+static int DIGQ_SIGNALED;      /* Python was told that digests wait (device.c) */
 static void digest_push(uint64_t id, const uint64_t *vals, uint32_t n) {
     if (DIGQ_N >= DIGEST_QMAX) return;
     DIGQ[DIGQ_N][0] = id;
@@ -151,10 +152,12 @@ static void ingress(uint32_t port, buf_t *data, int instance, state_t *src, int6
 
 static uint8_t DEPARSE_BUF[1 << 16];
 
-static void egress(item_t job, items_t *res) {
+static void egress_md(item_t job, uint64_t enq_ts, uint32_t enq_depth, uint64_t deq_td, uint32_t deq_depth,
+                      items_t *res) {
     state_t *S = job.S;
     S->sm.egress_port = job.port;
-    S->sm.enq_timestamp = 0; S->sm.enq_qdepth = 0; S->sm.deq_timedelta = 0; S->sm.deq_qdepth = 0;
+    S->sm.enq_timestamp = enq_ts & 0xFFFFFFFFULL; S->sm.enq_qdepth = enq_depth & 0x7FFFF;
+    S->sm.deq_timedelta = deq_td & 0xFFFFFFFFULL; S->sm.deq_qdepth = deq_depth & 0x7FFFF;
     S->sm.egress_global_timestamp = now_us();
     S->clone_kind = S->recirculate = S->digest = -1;
     CUR = S;
@@ -200,6 +203,8 @@ static void egress(item_t job, items_t *res) {
     items_cat(res, &clones);
     state_free(S);
 }
+
+static void egress(item_t job, items_t *res) { egress_md(job, 0, 0, 0, 0, res); }
 
 /* ------------------------------------------------------------------ exported API */
 static int READY;
@@ -379,6 +384,34 @@ void sw_clone_set_all(uint32_t nsessions, const uint64_t *blob) {
     free(old);
 }
 
+void sw_value_set(int v, uint32_t n, const uint64_t *vm) {
+    pthread_mutex_lock(&LOCK);
+    VSETS[v].n = n;
+    memcpy(VSETS[v].vm, vm, 2 * n * sizeof(uint64_t));
+    pthread_mutex_unlock(&LOCK);
+}
+
+/* configure (on) or reset (!on) meter m's cell i; m < 0: table -m-1's direct meter of entry i */
+void sw_meter_set(int m, uint64_t i, int on, double cir, double cburst, double pir, double pburst) {
+    pthread_mutex_lock(&LOCK);
+    mstate_t *s = NULL;
+    if (m >= 0) {
+        if (i < METERS[m].size) s = &METERS[m].s[i];
+    } else {
+        table_t *t = &TABLES[-m - 1];
+        if (i >= t->dm_cap) {
+            uint64_t cap = t->dm_cap ? t->dm_cap : 64;
+            while (cap <= i) cap *= 2;
+            t->dm = realloc(t->dm, cap * sizeof(mstate_t));
+            memset(t->dm + t->dm_cap, 0, (cap - t->dm_cap) * sizeof(mstate_t));
+            t->dm_cap = cap;
+        }
+        s = &t->dm[i];
+    }
+    if (s) *s = (mstate_t){on, cir, cburst, pir, pburst, cburst, pburst, mono_s()};
+    pthread_mutex_unlock(&LOCK);
+}
+
 uint64_t *sw_register(int r) { return REGS[r].v; }
 uint64_t *sw_counter(int c, int bytes) { return bytes ? CNTS[c].bytes : CNTS[c].packets; }
 
@@ -387,6 +420,7 @@ uint32_t sw_digests(uint64_t *out, uint32_t cap) {
     uint32_t n = DIGQ_N < cap ? DIGQ_N : cap;
     memcpy(out, DIGQ, (uint64_t)n * sizeof(DIGQ[0]));
     DIGQ_N = 0;
+    DIGQ_SIGNALED = 0;
     pthread_mutex_unlock(&LOCK);
     return n;
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ctypes
 
 from ..engine import P4AssertionError
-from ..stateful import Counter, Register
+from ..stateful import Counter, Meter, Register, ValueSet
 from ..switch import DROP_PORT, Switch
 from . import build
 from . import program as cprogram
@@ -100,6 +100,10 @@ class NativeSwitch(Switch):
         raise NotImplementedError("the native backend runs ingress and egress together: use process()")
 
     egress = ingress
+
+    def digests(self):
+        self._pull_digests()
+        return super().digests()
 
     def _pull_digests(self):
         n = self.lib.sw_digests(self._digest_buf, 256)
@@ -271,6 +275,33 @@ class NativeSwitch(Switch):
     def clone_session_delete(self, session_id):
         super().clone_session_delete(session_id)
         self._push_sessions()
+
+    def value_set_write(self, name, members):
+        super().value_set_write(name, members)
+        vs = self._extern("value set", name, ValueSet)
+        names = [n for n, s in self.program.externs.items() if s["kind"] == "value_set"]
+        flat = [w for v, m in vs.members for w in (v, m)]
+        self.lib.sw_value_set(names.index(vs.name), len(vs.members), _arr(flat))
+
+    def meter_set(self, name, index, cir, cburst, pir, pburst):
+        super().meter_set(name, index, cir, cburst, pir, pburst)
+        self.lib.sw_meter_set(self._meter_id(name), index, 1, cir, cburst, pir, pburst)
+
+    def meter_reset(self, name, index):
+        super().meter_reset(name, index)
+        self.lib.sw_meter_set(self._meter_id(name), index, 0, 0, 0, 0, 0)
+
+    def _meter_id(self, name):
+        m = self._extern("meter", name, Meter)
+        return [n for n, s in self.program.externs.items() if s["kind"] == "meter"].index(m.name)
+
+    def direct_meter_set(self, table, handle, cir, cburst, pir, pburst):
+        super().direct_meter_set(table, handle, cir, cburst, pir, pburst)
+        self.lib.sw_meter_set(-1 - self.table_ids[self.table(table).name], handle, 1, cir, cburst, pir, pburst)
+
+    def direct_meter_reset(self, table, handle):
+        super().direct_meter_reset(table, handle)
+        self.lib.sw_meter_set(-1 - self.table_ids[self.table(table).name], handle, 0, 0, 0, 0, 0)
 
     def direct_counter_read(self, table, handle):
         self._pull_counters(self.table(table))

@@ -22,13 +22,14 @@ Update = p4runtime_pb2.Update
 
 
 class Pipeline:
-    def __init__(self, config: p4runtime_pb2.ForwardingPipelineConfig, cpu_port: int | None):
+    def __init__(self, config: p4runtime_pb2.ForwardingPipelineConfig, cpu_port: int | None,
+                 backend: str = "python"):
         self.config = p4runtime_pb2.ForwardingPipelineConfig()
         self.config.CopyFrom(config)
         try:
             self.schema = Schema.from_p4info(config.p4info)
             self.sw = p4switch.load_config(config.p4info, config.p4_device_config,
-                                           cpu_port=cpu_port)
+                                           cpu_port=cpu_port, backend=backend)
         except P4RuntimeError:
             raise
         except Exception as exc:  # the loader's own error types vary; all mean a bad config

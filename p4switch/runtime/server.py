@@ -73,7 +73,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 return p4runtime_pb2.SetForwardingPipelineConfigResponse()
             if not request.config.HasField("p4info"):
                 raise invalid("the request carries no P4Info")
-            candidate = Pipeline(request.config, self.device.cpu_port)
+            candidate = Pipeline(request.config, self.device.cpu_port, self.device.backend)
             if action == Action.VERIFY_AND_SAVE:
                 self.pipeline = candidate
             elif action == Action.VERIFY_AND_COMMIT:
@@ -87,7 +87,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def commit(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> None:
         """Install a pipeline without a client (the program given on the command line)."""
         with self.device.lock:
-            self._install(Pipeline(config, self.device.cpu_port))
+            self._install(Pipeline(config, self.device.cpu_port, self.device.backend))
 
     def _install(self, pipeline: Pipeline) -> None:
         self.pipeline = self.running = pipeline

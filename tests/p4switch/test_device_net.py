@@ -80,7 +80,7 @@ def links():
         made.cleanup()
 
 
-@pytest.fixture(params=["p4switch", pytest.param("bmv2", marks=pytest.mark.bmv2)])
+@pytest.fixture(params=["p4switch-python", "p4switch-native", pytest.param("bmv2", marks=pytest.mark.bmv2)])
 def target(request):
     if request.param == "bmv2" and shutil.which("p4c-bm2-ss") is None:
         pytest.skip("p4c-bm2-ss is not on PATH")
@@ -260,7 +260,7 @@ def test_packet_out_packet_in_and_digest(target, links, tmp_path):
             subprocess.run(["ip", "link", "del", sw_a], check=True)
             time.sleep(0.5)
             assert switch.proc.poll() is None
-            if target == "p4switch":
+            if target.startswith("p4switch"):
                 assert any("is gone" in line for line in switch.output), switch.output
             assert list(sh.TableEntry("MyIngress.mac_table").read())
         finally:

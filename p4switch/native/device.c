@@ -1,0 +1,358 @@
+/* p4switch native backend: the switch's ports and traffic manager, native end to end.
+ * One ingress thread (poll over the ports' AF_PACKET sockets, recvmmsg batches, parser +
+ * ingress, cut-through egress for idle unpaced ports, sendmmsg batches), one egress thread
+ * (per-port FIFOs with a depth and a pacing rate, round robin, egress with the queueing
+ * metadata), as p4switch/device/device.py and traffic_manager.py do in Python. Both threads are
+ * entered from Python threads through ctypes, which lets go of the GIL for the call. Frames for
+ * the CPU port and the news that digests are waiting go to Python over a datagram socket. */
+#include <poll.h>
+#include <errno.h>
+#include <sys/socket.h>
+#include <linux/if_packet.h>
+#include <unistd.h>
+
+#define BATCH 64
+#define MAXFRAME 9216
+#define NPORTS 512
+#ifndef PACKET_AUXDATA
+#define PACKET_AUXDATA 8
+#endif
+
+typedef struct { state_t *S; uint64_t enq_ts; uint32_t enq_depth; } qitem_t;
+typedef struct {
+    qitem_t *items; uint32_t cap, head, n;
+    uint32_t depth; double rate; int bps;
+    double next_departure;     /* monotonic seconds */
+    uint64_t enqueued, dropped; uint32_t in_flight;
+} queue_t;
+
+static queue_t QUEUES[NPORTS];
+static int PORT_FD[NPORTS];
+static int CPU_PORT = -1, PUNT_FD = -1;
+static volatile int STOPPING;
+static pthread_mutex_t TM_LOCK = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t TM_CV = PTHREAD_COND_INITIALIZER;
+static uint32_t DEFAULT_DEPTH = 64;
+static double DEFAULT_RATE;
+static int DEFAULT_BPS;
+static uint64_t RX_FRAMES, TX_FRAMES, TX_ERRORS;
+
+static double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static queue_t *queue_of(uint32_t port) {
+    queue_t *q = &QUEUES[port & (NPORTS - 1)];
+    if (!q->items) {
+        q->depth = q->depth ? q->depth : DEFAULT_DEPTH;
+        q->cap = 64;
+        q->items = calloc(q->cap, sizeof(qitem_t));
+    }
+    return q;
+}
+
+/* port -1: the default and every queue */
+void dev_set_queue(int port, uint32_t depth, double rate, int bps, int set_depth, int set_rate) {
+    pthread_mutex_lock(&TM_LOCK);
+    for (int p = port < 0 ? 0 : port; p < (port < 0 ? NPORTS : port + 1); p++) {
+        queue_t *q = &QUEUES[p];
+        if (set_depth) q->depth = depth;
+        if (set_rate) { q->rate = rate; q->bps = bps; }
+    }
+    if (port < 0) {
+        if (set_depth) DEFAULT_DEPTH = depth;
+        if (set_rate) { DEFAULT_RATE = rate; DEFAULT_BPS = bps; }
+    }
+    pthread_cond_signal(&TM_CV);
+    pthread_mutex_unlock(&TM_LOCK);
+}
+
+static void queue_defaults(queue_t *q) {
+    if (!q->items && !q->depth) { q->depth = DEFAULT_DEPTH; q->rate = DEFAULT_RATE; q->bps = DEFAULT_BPS; }
+}
+
+/* -> enq depth, or -1 when tail-dropped (the state is freed) */
+static int enqueue(uint32_t port, state_t *S) {
+    pthread_mutex_lock(&TM_LOCK);
+    queue_t *q = &QUEUES[port & (NPORTS - 1)];
+    queue_defaults(q);
+    queue_of(port);
+    if (q->n >= q->depth) {
+        q->dropped++;
+        pthread_mutex_unlock(&TM_LOCK);
+        state_free(S);
+        return -1;
+    }
+    if (q->n == q->cap) {
+        qitem_t *bigger = calloc(q->cap * 2, sizeof(qitem_t));
+        for (uint32_t i = 0; i < q->n; i++) bigger[i] = q->items[(q->head + i) % q->cap];
+        free(q->items);
+        q->items = bigger; q->head = 0; q->cap *= 2;
+    }
+    int depth = (int)q->n;
+    q->items[(q->head + q->n) % q->cap] = (qitem_t){S, now_us(), (uint32_t)depth};
+    q->n++;
+    q->enqueued++;
+    pthread_cond_signal(&TM_CV);
+    pthread_mutex_unlock(&TM_LOCK);
+    return depth;
+}
+
+static int cut_through(uint32_t port) {
+    pthread_mutex_lock(&TM_LOCK);
+    queue_t *q = &QUEUES[port & (NPORTS - 1)];
+    queue_defaults(q);
+    queue_of(port);
+    int ok = !q->rate && !q->n && !q->in_flight;
+    if (ok) q->enqueued++;
+    pthread_mutex_unlock(&TM_LOCK);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ transmission */
+typedef struct { struct mmsghdr m[BATCH]; struct iovec v[BATCH]; buf_t *b[BATCH]; int n; } txq_t;
+static txq_t TXQ[NPORTS];
+
+static void punt(char kind, const uint8_t *d, uint32_t n) {
+    if (PUNT_FD < 0) return;
+    uint8_t msg[MAXFRAME + 1];
+    if (n > MAXFRAME) n = MAXFRAME;
+    msg[0] = (uint8_t)kind;
+    if (n) memcpy(msg + 1, d, n);
+    send(PUNT_FD, msg, n + 1, MSG_DONTWAIT);
+}
+
+static void tx_flush(uint32_t port) {
+    txq_t *t = &TXQ[port];
+    if (!t->n) return;
+    int fd = PORT_FD[port];
+    int sent = 0;
+    while (sent < t->n) {
+        int r = sendmmsg(fd, t->m + sent, t->n - sent, MSG_DONTWAIT);
+        if (r <= 0) { TX_ERRORS += t->n - sent; break; }   /* a full socket buffer loses frames, as a wire */
+        sent += r;
+    }
+    TX_FRAMES += sent;
+    for (int i = 0; i < t->n; i++) buf_put(t->b[i]);
+    t->n = 0;
+}
+
+static void transmit(uint32_t port, buf_t *b, int batch) {
+    if ((int)port == CPU_PORT) { punt('P', b->d, b->len); buf_put(b); return; }
+    if (port >= NPORTS || PORT_FD[port] < 0) { buf_put(b); return; }
+    txq_t *t = &TXQ[port];
+    t->v[t->n] = (struct iovec){b->d, b->len};
+    memset(&t->m[t->n], 0, sizeof(struct mmsghdr));
+    t->m[t->n].msg_hdr.msg_iov = &t->v[t->n];
+    t->m[t->n].msg_hdr.msg_iovlen = 1;
+    t->b[t->n++] = b;
+    if (!batch || t->n == BATCH) tx_flush(port);
+}
+
+static uint8_t TX_DIRTY[NPORTS];
+
+/* egress of one job, then out with its results; the caller holds LOCK */
+static void egress_and_send(item_t job, uint64_t enq_ts, uint32_t enq_depth, uint64_t deq_td,
+                            uint32_t deq_depth, int batch) {
+    items_t r = {0};
+    egress_md(job, enq_ts, enq_depth, deq_td, deq_depth, &r);
+    for (uint32_t i = 0; i < r.n; i++) {
+        if (r.v[i].is_job) { enqueue(r.v[i].port, r.v[i].S); continue; }
+        if (batch && r.v[i].port < NPORTS) TX_DIRTY[r.v[i].port] = 1;
+        transmit(r.v[i].port, r.v[i].b, batch);
+    }
+    free(r.v);
+}
+
+/* a frame arrived on `port` (or a PacketOut): parser, ingress, queues; caller holds LOCK */
+static void ingress_frame(uint32_t port, const uint8_t *d, uint32_t n, int batch) {
+    jmp_buf aj;
+    ASSERT_JMP = &aj;
+    buf_t *b = buf_new(d, n);
+    items_t jobs = {0};
+    if (setjmp(aj)) { buf_put(b); free(jobs.v); return; }    /* assert(): the packet is dropped */
+    ingress(port, b, NORMAL, NULL, -1, 0, &jobs);
+    buf_put(b);
+    for (uint32_t i = 0; i < jobs.n; i++) {
+        if (cut_through(jobs.v[i].port)) egress_and_send(jobs.v[i], now_us(), 0, 0, 0, batch);
+        else enqueue(jobs.v[i].port, jobs.v[i].S);
+    }
+    free(jobs.v);
+    if (DIGQ_N && !DIGQ_SIGNALED) { DIGQ_SIGNALED = 1; punt('D', NULL, 0); }
+}
+
+int dev_inject(uint32_t port, const uint8_t *d, uint32_t n) {
+    pthread_mutex_lock(&LOCK);
+    ingress_frame(port, d, n, 0);
+    pthread_mutex_unlock(&LOCK);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ receive */
+static uint8_t *complete_l4_checksum(uint8_t *f, uint32_t n) {
+    uint32_t off = 12;
+    if (n < 14) return f;
+    uint32_t et = (uint32_t)f[off] << 8 | f[off + 1];
+    while ((et == 0x8100 || et == 0x88A8) && n >= off + 6) { off += 4; et = (uint32_t)f[off] << 8 | f[off + 1]; }
+    uint32_t l3 = off + 2, l4, end, proto;
+    if (et == 0x0800 && n >= l3 + 20) {
+        proto = f[l3 + 9]; l4 = l3 + (f[l3] & 0xF) * 4; end = l3 + ((uint32_t)f[l3 + 2] << 8 | f[l3 + 3]);
+    } else if (et == 0x86DD && n >= l3 + 40) {
+        proto = f[l3 + 6]; l4 = l3 + 40; end = l4 + ((uint32_t)f[l3 + 4] << 8 | f[l3 + 5]);
+    } else return f;
+    uint32_t field = proto == 6 ? 16 : proto == 17 ? 6 : 0;
+    if (!field || end > n || l4 + field + 2 > end) return f;
+    uint64_t s = 0;
+    for (uint32_t i = l4; i < end; i += 2) s += ((uint32_t)f[i] << 8) | (i + 1 < end ? f[i + 1] : 0);
+    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+    uint16_t c = (uint16_t)(~s & 0xFFFF);
+    if (proto == 17 && c == 0) c = 0xFFFF;
+    f[l4 + field] = (uint8_t)(c >> 8); f[l4 + field + 1] = (uint8_t)c;
+    return f;
+}
+
+static uint8_t RXBUF[BATCH][MAXFRAME + 4];
+static uint8_t RXCTL[BATCH][CMSG_SPACE(sizeof(struct tpacket_auxdata))];
+
+static int receive_batch(int fd, uint32_t port) {
+    struct mmsghdr m[BATCH];
+    struct iovec v[BATCH];
+    struct sockaddr_ll from[BATCH];
+    for (int i = 0; i < BATCH; i++) {
+        v[i] = (struct iovec){RXBUF[i] + 4, MAXFRAME};
+        memset(&m[i], 0, sizeof m[i]);
+        m[i].msg_hdr.msg_iov = &v[i]; m[i].msg_hdr.msg_iovlen = 1;
+        m[i].msg_hdr.msg_name = &from[i]; m[i].msg_hdr.msg_namelen = sizeof from[i];
+        m[i].msg_hdr.msg_control = RXCTL[i]; m[i].msg_hdr.msg_controllen = sizeof RXCTL[i];
+    }
+    int got = recvmmsg(fd, m, BATCH, MSG_DONTWAIT, NULL);
+    if (got <= 0) return got < 0 && errno != EAGAIN && errno != EINTR ? -1 : 0;
+    pthread_mutex_lock(&LOCK);
+    for (int i = 0; i < got; i++) {
+        if (from[i].sll_pkttype == PACKET_OUTGOING) continue;
+        uint8_t *f = RXBUF[i] + 4;
+        uint32_t n = m[i].msg_len;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m[i].msg_hdr); c; c = CMSG_NXTHDR(&m[i].msg_hdr, c)) {
+            if (c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA) continue;
+            struct tpacket_auxdata aux;
+            memcpy(&aux, CMSG_DATA(c), sizeof aux);
+            if (aux.tp_status & TP_STATUS_VLAN_VALID && n >= 12) {      /* put back the stripped tag */
+                uint16_t tpid = aux.tp_status & TP_STATUS_VLAN_TPID_VALID ? aux.tp_vlan_tpid : 0x8100;
+                memmove(f - 4, f, 12);
+                f -= 4;
+                f[12] = tpid >> 8; f[13] = (uint8_t)tpid; f[14] = aux.tp_vlan_tci >> 8; f[15] = (uint8_t)aux.tp_vlan_tci;
+                n += 4;
+            }
+            if (aux.tp_status & TP_STATUS_CSUMNOTREADY) complete_l4_checksum(f, n);
+        }
+        RX_FRAMES++;
+        ingress_frame(port, f, n, 1);
+    }
+    for (int p = 0; p < NPORTS; p++) if (TX_DIRTY[p]) { tx_flush(p); TX_DIRTY[p] = 0; }
+    pthread_mutex_unlock(&LOCK);
+    return got;
+}
+
+/* ------------------------------------------------------------------ the two threads */
+void dev_configure(int nports, const int *fds, const uint32_t *numbers, int cpu_port, int punt_fd) {
+    for (int p = 0; p < NPORTS; p++) PORT_FD[p] = -1;
+    for (int i = 0; i < nports; i++) PORT_FD[numbers[i] & (NPORTS - 1)] = fds[i];
+    CPU_PORT = cpu_port; PUNT_FD = punt_fd; STOPPING = 0;
+}
+
+/* returns when dev_stop() is called; a port whose socket fails is reported in *gone */
+int dev_ingress_loop(int nports, const int *fds, const uint32_t *numbers, int wake_fd, int *gone) {
+    struct pollfd pf[NPORTS + 1];
+    int live[NPORTS + 1];
+    for (int i = 0; i < nports; i++) { pf[i] = (struct pollfd){fds[i], POLLIN, 0}; live[i] = 1; }
+    pf[nports] = (struct pollfd){wake_fd, POLLIN, 0};
+    *gone = -1;
+    while (!STOPPING) {
+        int r = poll(pf, nports + 1, 200);
+        if (r <= 0) continue;
+        for (int i = 0; i < nports; i++) {
+            if (!live[i] || !pf[i].revents) continue;
+            if (!(pf[i].revents & POLLIN) || receive_batch(pf[i].fd, numbers[i]) < 0) {
+                live[i] = 0; pf[i].fd = -1; *gone = (int)numbers[i];
+                return 1;          /* Python reports it and calls again without the port */
+            }
+        }
+    }
+    return 0;
+}
+
+void dev_egress_loop(void) {
+    uint32_t rr = 0;
+    pthread_mutex_lock(&TM_LOCK);
+    while (!STOPPING) {
+        double now = mono(), wait = 0.5;
+        int found = -1;
+        for (uint32_t k = 0; k < NPORTS; k++) {
+            uint32_t p = (rr + k) % NPORTS;
+            queue_t *q = &QUEUES[p];
+            if (!q->n) continue;
+            if (q->rate && q->next_departure > now) {
+                if (q->next_departure - now < wait) wait = q->next_departure - now;
+                continue;
+            }
+            found = (int)p;
+            break;
+        }
+        if (found < 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long ns = ts.tv_nsec + (long)(wait * 1e9);
+            ts.tv_sec += ns / 1000000000L; ts.tv_nsec = ns % 1000000000L;
+            pthread_cond_timedwait(&TM_CV, &TM_LOCK, &ts);
+            continue;
+        }
+        queue_t *q = &QUEUES[found];
+        qitem_t it = q->items[q->head];
+        q->head = (q->head + 1) % q->cap; q->n--;
+        q->in_flight++;
+        if (q->rate) {
+            double cost = q->bps ? 8.0 * (it.S->plen ? it.S->plen : 64) : 1.0;
+            q->next_departure = (q->next_departure > now ? q->next_departure : now) + cost / q->rate;
+        }
+        rr = (uint32_t)found + 1;
+        uint32_t left = q->n;
+        pthread_mutex_unlock(&TM_LOCK);
+        uint64_t t = now_us();
+        pthread_mutex_lock(&LOCK);
+        jmp_buf aj;
+        ASSERT_JMP = &aj;
+        if (!setjmp(aj))
+            egress_and_send((item_t){1, (uint32_t)found, it.S, NULL}, it.enq_ts, it.enq_depth, t - it.enq_ts, left, 0);
+        pthread_mutex_unlock(&LOCK);
+        pthread_mutex_lock(&TM_LOCK);
+        q->in_flight--;
+    }
+    pthread_mutex_unlock(&TM_LOCK);
+}
+
+void dev_stop(void) {
+    pthread_mutex_lock(&TM_LOCK);
+    STOPPING = 1;
+    pthread_cond_broadcast(&TM_CV);
+    pthread_mutex_unlock(&TM_LOCK);
+}
+
+/* port -> depth, rate, bps, occupancy, enqueued, dropped (for show_queues); returns the count */
+uint32_t dev_queues(uint32_t *ports, double *vals, uint32_t cap) {
+    uint32_t n = 0;
+    pthread_mutex_lock(&TM_LOCK);
+    for (uint32_t p = 0; p < NPORTS && n < cap; p++) {
+        queue_t *q = &QUEUES[p];
+        if (!q->items) continue;
+        ports[n] = p;
+        double *v = vals + 6 * n;
+        v[0] = q->depth; v[1] = q->rate; v[2] = q->bps; v[3] = q->n; v[4] = (double)q->enqueued; v[5] = (double)q->dropped;
+        n++;
+    }
+    pthread_mutex_unlock(&TM_LOCK);
+    return n;
+}
+
+void dev_counts(uint64_t *out) { out[0] = RX_FRAMES; out[1] = TX_FRAMES; out[2] = TX_ERRORS; }
