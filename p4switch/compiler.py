@@ -33,6 +33,7 @@ class Compiler(Declarations, Blocks, Expressions, Calls, V1Model):
         self.counter = 0
         self.direct_instances: dict = {}  # fq name -> Var of a `C.apply()` instance
         self.control_stack: list[dict] = []  # the control instances being compiled
+        self.dead_code = 0   # > 0 while checking a branch a constant condition never takes
 
     # ---------------------------------------------------------- utilities
     def fresh(self, base="t"):

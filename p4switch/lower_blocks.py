@@ -93,7 +93,7 @@ class Blocks:
                 self.decl_instantiation(local, scope, fq)
                 var = scope.names[name_tok(sub1(local, "name")).value]
                 if var.kind == "subcontrol":
-                    var.code = self.instantiate_control(var.type, fq + "." + var.name, var.decl[1], scope, local)
+                    var.code = self.instantiate_control(var.type, self.fq_name(fq, var.name, annotations_of(local)), var.decl[1], scope, local)
                     subs.append(var)
                 elif var.kind == "subparser":
                     raise Fail(local, "a parser cannot be instantiated inside a control")
@@ -167,7 +167,8 @@ class Blocks:
                     else:
                         spec["keys"].append({"name": kname, "match": mk.value, "width": width,
                                              "annotations": self.anno_json(kannos),
-                                             "type_name": ex.type.name if isinstance(ex.type, T.NewT) else None})
+                                             "type_name": ex.type.name if isinstance(ex.type, T.NewT) else None,
+                                             "enum": ex.type.name if isinstance(ex.type, T.EnumT) and ex.type.base else None})
                         key_codes.append(kcode)
             elif prop.data == "actions_prop":
                 for item in sub(prop, "action_ref_item"):
@@ -438,7 +439,7 @@ class Blocks:
                 self.decl_instantiation(local, scope, fq)
                 var = scope.names[name_tok(sub1(local, "name")).value]
                 if var.kind == "subparser":
-                    var.code = self.instantiate_parser(var.type, fq + "." + var.name, var.decl[1], scope, local)
+                    var.code = self.instantiate_parser(var.type, self.fq_name(fq, var.name, annotations_of(local)), var.decl[1], scope, local)
                 elif var.kind == "subcontrol":
                     raise Fail(local, "a control cannot be instantiated inside a parser")
             elif local.data == "value_set_decl":

@@ -205,8 +205,11 @@ class Calls:
         return codes, outs
 
     def call_action(self, var, args, scope, w, ctx, where):
-        self.prog.actions[var.fq]["called"] = True
-        self.note_action(var)
+        # p4c drops code it can prove unreachable and what only that code uses; an action
+        # called from an action is inlined into it, so only calls from apply blocks count
+        if not self.dead_code and ctx.kind != "action":
+            self.prog.actions[var.fq]["called"] = True
+            self.note_action(var)
         copies = [] if self.prog.actions[var.fq]["in_control"] else None
         codes, outs = self.bind_params(var.params, args, scope, w, ctx, where, f"action '{var.name}'",
                                        copy_back=copies)
@@ -444,7 +447,8 @@ class Calls:
                 raise Fail(m, f"a table has no method '{mv}'")
             if args:
                 raise Fail(where, "apply() takes no arguments")
-            base.obj.spec["applied"] = True
+            if not self.dead_code:
+                base.obj.spec["applied"] = True
             return Ex(f"{base.obj.code}(F)", None, what="table_result", obj=base.obj)
         if base.what in ("subcontrol", "subparser"):
             if mv != "apply":

@@ -259,7 +259,8 @@ class Declarations:
                     raise Fail(p["tok"], f"action parameter '{p['name']}' must be bit<W>, int<W>, bool or serializable enum")
                 data_params.append({"name": p["name"], "width": T.bits_width(p["type"]),
                                     "annotations": p["annos"], "type": str(T.strip(p["type"])),
-                                    "type_name": p["type"].name if isinstance(p["type"], T.NewT) else None})
+                                    "type_name": p["type"].name if isinstance(p["type"], T.NewT) else None,
+                                    "enum": p["type"].name if isinstance(p["type"], T.EnumT) and p["type"].base else None})
         var.outs = outs
         w = Writer()
         w(f"def {fn}(F, {', '.join(names)}):" if names else f"def {fn}(F):")

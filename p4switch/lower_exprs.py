@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 from lark import Token, Tree
 
@@ -53,13 +54,15 @@ class Expressions:
                 raise Fail(cond_node, f"the condition must be bool, not {cond.type}")
             w(f"if {cond.code}:")
             w.indent()
-            self.stmt(s.children[1], Scope(scope), w, ctx)
+            with self.unreachable(cond.const is False):
+                self.stmt(s.children[1], Scope(scope), w, ctx)
             w("pass")
             w.dedent()
             if len(s.children) > 2:
                 w("else:")
                 w.indent()
-                self.stmt(s.children[2], Scope(scope), w, ctx)
+                with self.unreachable(cond.const is True):
+                    self.stmt(s.children[2], Scope(scope), w, ctx)
                 w("pass")
                 w.dedent()
         elif k == "exit_stmt":
@@ -302,8 +305,10 @@ class Expressions:
             if c.type is not T.BOOL:
                 raise Fail(node.children[0], f"the condition must be bool, not {c.type}")
             wa, wb = self.branch_writer(w), self.branch_writer(w)
-            a = self.expr(node.children[1], scope, wa, ctx, expected)
-            b = self.expr(node.children[2], scope, wb, ctx, expected)
+            with self.unreachable(c.const is False):
+                a = self.expr(node.children[1], scope, wa, ctx, expected)
+            with self.unreachable(c.const is True):
+                b = self.expr(node.children[2], scope, wb, ctx, expected)
             a, b = self.unify(a, b, node.children[2], "?:")
             if c.const is not None and a.const is not None and b.const is not None:
                 v = a.const if c.const else b.const
@@ -412,6 +417,16 @@ class Expressions:
         if k == "type":
             raise Fail(n, f"'{n.value}' is a type, not a value")
         return Ex(var.code or "None", var.type, obj=var, what=k)
+
+    @contextmanager
+    def unreachable(self, dead: bool):
+        """Checks a branch a constant condition never takes: its tables and actions are not
+        'used' (p4c removes them, so they leave P4Info too)."""
+        self.dead_code += dead
+        try:
+            yield
+        finally:
+            self.dead_code -= dead
 
     def branch_writer(self, w):
         """A writer for statements that run only on one branch (one level deeper than w)."""

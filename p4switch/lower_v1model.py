@@ -173,6 +173,8 @@ class V1Model:
                 f"        return ({''.join('self.' + n + ', ' for n in ['_v'] + names + lens)})",
                 "    def _ext(self, pkt):", "        self._extv(pkt, 0)",
                 "    def _extv(self, pkt, vb):",
+                # BMv2 takes whole bytes only, then no more than the declared maximum
+                f"        if vb & 7: raise _Reject({self.add_error('ParserInvalidArgument')})",
                 f"        if vb > {max(ft.width for _, ft in fields if isinstance(ft, T.VarbitT))} or vb < 0:"
                 f" raise _Reject({self.add_error('HeaderTooShort')})",
                 "        bo = pkt.bo", f"        sh = {fixed} + vb", "        end = bo + sh",

@@ -287,7 +287,12 @@ def _p4c_action_order(prog, used: list[str]) -> list[str]:
 
 
 def _enum_used(prog, ename):
-    return any(spec == {"serializable_enum": ename} for t in prog.type_info.values() for _, spec in t["fields"])
+    """p4c describes a serializable enum when a described type, a match field or an action
+    parameter of a listed table or action has it."""
+    return (any(spec == {"serializable_enum": ename} for t in prog.type_info.values() for _, spec in t["fields"])
+            or any(k.get("enum") == ename for t in prog.tables.values() if t.get("applied", True)
+                   for k in t["keys"])
+            or any(p.get("enum") == ename for a in prog.actions.values() for p in a["params"]))
 
 
 def _type_spec(ts, spec, prog):
