@@ -9,6 +9,7 @@ from .launch import LaunchError, launch
 from .lb import POLICIES
 from .results import read_jsonl, summary, write_jsonl
 from .runner import ALGORITHMS, DTYPES
+from .transport import RELIABILITY
 
 SIZE_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -51,8 +52,10 @@ def main() -> None:
 @click.option("--policy", type=click.Choice(POLICIES), default="ecmp", show_default=True)
 @click.option("--qps", type=click.IntRange(1, 128), default=1, show_default=True,
               help="QPs per connection (NCCL_IB_QPS_PER_CONNECTION, even split).")
-@click.option("--reliability", type=click.Choice(["gbn", "sr"]), default="gbn",
-              show_default=True)
+@click.option("--reliability", type=click.Choice(list(RELIABILITY)), default="ooo",
+              show_default=True, help="ooo: a receiver that tolerates reordering (what spraying "
+                                      "assumes); gbn, sr: NAK at the first gap.")
+@click.option("--fabricd", help="fabricd's address: Ethereal learns the installed fabric there.")
 @click.option("--mtu", type=click.Choice(["256", "512", "1024", "2048", "4096"]),
               default="1024", show_default=True)
 @click.option("--window", type=click.IntRange(1, 4096), default=64, show_default=True)
@@ -70,8 +73,9 @@ def main() -> None:
 @click.option("--port", type=click.IntRange(1, 65535), default=18515, show_default=True,
               help="TCP rendezvous port on rank 0.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Append result JSON lines here.")
-def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy, qps, reliability, mtu, window,
-        rate_gbps, repeat, aggregator, job_id, slots, credits, group, port, out):
+def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy, qps, reliability,
+        fabricd, mtu, window, rate_gbps, repeat, aggregator, job_id, slots, credits, group, port,
+        out):
     """Run one collective on every rank and print the summary table."""
     ip_list, ns_list = _split(ips), _split(namespaces)
     if topology and not ip_list:
@@ -98,8 +102,9 @@ def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy,
              "options": options} for _ in range(repeat)]
     try:
         rows = launch(ip_list, runs, namespaces=ns_list or None, policy=policy, qps=qps,
-                      port=port, topology=topology, transport={"reliability": reliability, "mtu": int(mtu),
-                                            "window": window, "rate_gbps": rate_gbps})
+                      port=port, topology=topology, fabricd=fabricd,
+                      transport={"reliability": reliability, "mtu": int(mtu), "window": window,
+                                 "rate_gbps": rate_gbps})
     except LaunchError as exc:
         raise click.ClickException(str(exc)) from None
     if out:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lb import Policy, make_policy
+from .lb import PROGRAMS, Policy, make_policy
 from .rendezvous import DEFAULT_PORT, Rendezvous
 from .transport import Endpoint, SendOp, TransportConfig
 
@@ -28,6 +28,8 @@ class CommConfig:
     join_timeout: float = 15.0
     topology: object = None          # controller.topology.Topology, for Ethereal
     hosts: list[str] | None = None   # host name of every rank in `topology`
+    dev: str | None = None           # this rank's interface: its policy's eBPF program is there
+    routing: object = None           # controller.routing.Routing of the fabric as installed
 
     def __post_init__(self) -> None:
         if len(set(self.ips)) != len(self.ips) or not self.ips:
@@ -43,9 +45,18 @@ class Communicator:
         self.rdv = Rendezvous(cfg.rank, cfg.ips, cfg.port, cfg.join_timeout)
         cfg.transport.session = self.rdv.connect()
         self.ep = Endpoint(cfg.rank, cfg.ips, cfg.transport)
-        self.policy: Policy = make_policy(cfg.policy, cfg.rank, qps=cfg.qps, seed=cfg.seed,
-                                          align=cfg.transport.mtu, topology=cfg.topology,
-                                          hosts=cfg.hosts)
+        self.program = None
+        program_cls = PROGRAMS.get(cfg.policy)
+        if program_cls is not None:
+            if not cfg.dev:
+                raise ValueError(f"policy {cfg.policy} needs the rank's interface (its eBPF "
+                                 "program is attached there)")
+            self.program = program_cls.attached(cfg.dev)
+        self.policy: Policy = make_policy(cfg.policy, cfg.rank, cfg.ips, qps=cfg.qps,
+                                          seed=cfg.seed, align=cfg.transport.mtu,
+                                          program=self.program, topology=cfg.topology,
+                                          hosts=cfg.hosts, routing=cfg.routing)
+        self.ep.timeout_hooks.append(self.policy.on_timeout)
         self._sent = [0] * self.size
         self._received = [0] * self.size
         self.groups: set[str] = set()          # multicast groups joined
@@ -58,6 +69,8 @@ class Communicator:
     def close(self) -> None:
         self.ep.close()
         self.rdv.close()
+        if self.program is not None:
+            self.program.close()
 
     def exchange(self, sends: list[tuple[int, np.ndarray]],
                  recvs: list[tuple[int, int]]) -> list[bytearray]:
@@ -74,7 +87,7 @@ class Communicator:
             msg_id = self._sent[peer]
             self._sent[peer] += 1
             for piece in pieces:
-                self.ep.sendqp(peer, piece.qp).entropy = piece.entropy
+                self.policy.prepare(self.ep.sendqp(peer, piece.qp))
                 self.ep.post_write(peer, piece.qp, msg_id, piece.offset,
                                    views[peer][piece.offset:piece.offset + piece.nbytes], op)
             ops.append(op)

@@ -1,4 +1,9 @@
-"""Start one rank process per namespace (or host address) and gather their result lines."""
+"""Start one rank process per namespace (or host address) and gather their result lines.
+
+The policy's tc eBPF program (collectives.lb.PROGRAMS) is attached to every rank's interface,
+in the rank's namespace, before the ranks start and detached when they end. It is compiled
+once per launching process and shared by every rank (its maps are keyed so that they can be);
+each rank reaches the maps through the attached program and writes its own connections."""
 from __future__ import annotations
 
 import json
@@ -7,31 +12,101 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
+from ebpf import EbpfCompileError, EbpfUnavailable, Program, Spray, TcError
+
+from .lb import PROGRAMS
+
 ROOT = Path(__file__).resolve().parent.parent
+_loaded: dict[type, Program] = {}
 
 
 class LaunchError(RuntimeError):
     pass
 
 
+def policy_program(policy: str) -> Program | None:
+    """The loaded (not attached) program of `policy`, compiled on first use; None for ecmp.
+    LaunchError with one sentence when eBPF cannot be loaded here."""
+    cls = PROGRAMS.get(policy)
+    if cls is None:
+        return None
+    if cls not in _loaded:
+        try:
+            _loaded[cls] = cls.load()
+        except (EbpfUnavailable, EbpfCompileError) as exc:
+            raise LaunchError(f"policy {policy} runs in eBPF, which cannot be loaded here: "
+                              f"{exc}") from None
+    return _loaded[cls]
+
+
+def interface_of(ip: str, netns: str | None) -> str:
+    """The interface that holds `ip` (in `netns`)."""
+    cmd = ["ip", "-o", "-4", "addr", "show"]
+    if netns:
+        cmd = ["ip", "-n", netns, *cmd[1:]]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) > 3 and parts[3].split("/")[0] == ip:
+            return parts[1].split("@")[0]
+    where = f" in namespace {netns}" if netns else ""
+    raise LaunchError(f"no interface holds {ip}{where}")
+
+
+@contextmanager
+def attached(policy: str, ips: list[str], namespaces: list[str | None]):
+    """Attaches the policy's program to every rank's interface; yields each rank's interface
+    name; detaches at the end. The maps start empty (a spray range is set)."""
+    prog = policy_program(policy)
+    if prog is None:                         # ecmp: nothing on the path
+        yield [None] * len(ips)
+        return
+    devs = [interface_of(ip, ns) for ip, ns in zip(ips, namespaces, strict=True)]
+    if isinstance(prog, Spray):              # the whole RoCEv2 source-port range
+        prog.configure()
+        prog.reset_counters()
+    else:
+        prog.clear()
+    places = list(dict.fromkeys(zip(devs, namespaces, strict=True)))
+    try:
+        for dev, ns in places:
+            prog.attach(dev, ns)
+        yield devs
+    except TcError as exc:
+        raise LaunchError(f"cannot attach the {policy} program: {exc}") from None
+    finally:
+        for dev, ns in places:
+            try:
+                type(prog).detach(dev, ns)
+            except TcError:
+                pass                          # the namespace is gone already
+
+
 def launch(ips: list[str], runs: list[dict], *, namespaces: list[str | None] | None = None,
            transport: dict | None = None, policy: str = "ecmp", qps: int = 1, seed: int = 0,
            port: int = 18515, out_dir: str | Path | None = None, timeout: float = 120.0,
            step_timeout: float = 60.0, join_timeout: float = 15.0,
-           topology: str | None = None) -> list[dict]:
+           topology: str | None = None, fabricd: str | None = None,
+           during=None) -> list[dict]:
     """Runs `runs` (dicts: collective, algo, dtype, elements[, seed, options]) on every rank;
-    returns every rank's result rows. A failing rank raises LaunchError with its stderr."""
+    returns every rank's result rows. A failing rank raises LaunchError with its stderr.
+    `fabricd`: its address, from which Ethereal learns the installed fabric. `during`: called
+    once the ranks run (the demo's failure injection)."""
     namespaces = namespaces or [None] * len(ips)
     if len(namespaces) != len(ips):
         raise ValueError(f"{len(namespaces)} namespaces for {len(ips)} rank addresses")
-    with tempfile.TemporaryDirectory(prefix="collectives-") as tmp:
+    with attached(policy, ips, namespaces) as devs, \
+            tempfile.TemporaryDirectory(prefix="collectives-") as tmp:
         procs = []
         for rank, ns in enumerate(namespaces):
             spec = {"ips": ips, "rank": rank, "runs": runs, "transport": transport or {},
-                    "policy": policy, "topology": str(topology) if topology else None, "qps": qps, "seed": seed, "port": port,
-                    "timeout": step_timeout, "join_timeout": join_timeout, "results": str(Path(tmp) / f"rank{rank}.jsonl"),
+                    "policy": policy, "topology": str(topology) if topology else None,
+                    "fabricd": fabricd, "dev": devs[rank], "qps": qps, "seed": seed,
+                    "port": port, "timeout": step_timeout, "join_timeout": join_timeout,
+                    "results": str(Path(tmp) / f"rank{rank}.jsonl"),
                     "out": str(out_dir) if out_dir else None}
             path = Path(tmp) / f"rank{rank}.json"
             path.write_text(json.dumps(spec))
@@ -41,6 +116,8 @@ def launch(ips: list[str], runs: list[dict], *, namespaces: list[str | None] | N
             err = open(Path(tmp) / f"rank{rank}.err", "w")  # noqa: SIM115 - closed below
             env = os.environ | {"PYTHONPATH": str(ROOT)}
             procs.append((subprocess.Popen(cmd, stdout=err, stderr=err, env=env), err))
+        if during is not None:
+            during()
         deadline = time.monotonic() + timeout
         failed = []
         for rank, (proc, err) in enumerate(procs):

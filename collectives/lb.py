@@ -1,13 +1,34 @@
-"""Load-balancing policies: how a message to a peer is split over queue pairs and which
-entropy (UDP source port) each QP uses. A policy sees all the sends of one collective step
-at once, which is the moment Ethereal splits flows ("on arrival")."""
+"""Load-balancing policies, the hosts' side: how the messages of one collective step are split
+over queue pairs, and what a rank writes into its policy's tc eBPF program (ebpf/). The source
+port of a packet is never chosen here: the transport sends each QP with one fixed port, as a
+NIC does, and the program attached to the rank's interface decides every packet's port.
+
+    ecmp      no program: each QP keeps its port, the switches hash it onto one path
+    spray     ebpf/spray: a random port per data packet (configured by the launcher)
+    reps      ebpf/reps: each QP is registered as a connection; a retransmission timeout
+              evicts the entropy of the packet that timed out
+    ethereal  ebpf/pin: one QP per sub-flow (NCCL_IB_QPS_PER_CONNECTION); the rank's Ethereal
+              planner pins each QP's port, keyed by (destination IP, destination QPN); a
+              timeout marks the path failed for that ToR and re-pins the QP
+A policy sees all the sends of one step at once, which is the moment Ethereal splits flows
+("on arrival")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .entropy import FixedEntropy, RepsEntropy, SprayEntropy, derived_sport
+import ebpf
+from controller import hashing
+from controller.ethereal import EtherealRank, Flow, SubFlow
+from controller.topology import Hop
+from ebpf import Program
+
+from .transport import KIND_ACK, SendQP
 
 POLICIES = ("ecmp", "ethereal", "spray", "reps")
+# the tc program each policy runs on every rank's interface (None: nothing on the path)
+PROGRAMS: dict[str, type[Program] | None] = {"ecmp": None, "ethereal": ebpf.Pin,
+                                             "spray": ebpf.Spray, "reps": ebpf.Reps}
+REPS_FIRST_WINDOW = 16
 
 
 @dataclass(frozen=True)
@@ -15,7 +36,6 @@ class Piece:
     offset: int
     nbytes: int
     qp: int
-    entropy: FixedEntropy
 
 
 def even_split(nbytes: int, parts: int, align: int) -> list[tuple[int, int]]:
@@ -34,25 +54,27 @@ def even_split(nbytes: int, parts: int, align: int) -> list[tuple[int, int]]:
 class Policy:
     name = ""
 
-    def __init__(self, rank: int, qps: int = 1, seed: int = 0, align: int = 1024) -> None:
+    def __init__(self, rank: int, ips: list[str], qps: int = 1, align: int = 1024,
+                 program: Program | None = None) -> None:
         if not 1 <= qps <= 128:
             raise ValueError(f"QPs per connection must be 1..128 (NCCL's range), not {qps}")
-        self.rank, self.qps, self.seed, self.align = rank, qps, seed, align
-        self._entropy: dict[tuple[int, int], FixedEntropy] = {}
-
-    def entropy(self, peer: int, qp: int) -> FixedEntropy:
-        key = (peer, qp)
-        if key not in self._entropy:
-            self._entropy[key] = self._make(peer, qp)
-        return self._entropy[key]
-
-    def _make(self, peer: int, qp: int) -> FixedEntropy:
-        return FixedEntropy(derived_sport(self.seed, self.rank, peer, qp))
+        if PROGRAMS[self.name] is not None and program is None:
+            raise ValueError(f"policy {self.name} needs its eBPF program on the rank's "
+                             "interface (collectives.launch attaches it)")
+        self.rank, self.ips, self.qps, self.align = rank, ips, qps, align
+        self.program = program
+        self.repicks = 0                          # Ethereal: sub-flows moved after a timeout
 
     def plan(self, sends: dict[int, int]) -> dict[int, list[Piece]]:
-        return {peer: [Piece(off, n, i, self.entropy(peer, i))
+        return {peer: [Piece(off, n, i)
                        for i, (off, n) in enumerate(even_split(nbytes, self.qps, self.align))]
                 for peer, nbytes in sends.items()}
+
+    def prepare(self, qp: SendQP) -> None:
+        """Called for every QP a piece is posted on, before its first packet."""
+
+    def on_timeout(self, qp: SendQP, psn: int) -> None:
+        """A retransmission timeout of packet `psn` on `qp`."""
 
 
 class Ecmp(Policy):
@@ -60,69 +82,113 @@ class Ecmp(Policy):
     name = "ecmp"
 
 
-class Spray(Policy):
+class SprayPolicy(Policy):
+    """ebpf/spray gives every data packet a random port; nothing to do per rank."""
     name = "spray"
 
-    def _make(self, peer: int, qp: int) -> FixedEntropy:
-        return SprayEntropy(hash((self.seed, self.rank, peer, qp)))
 
-
-class Reps(Policy):
+class RepsPolicy(Policy):
+    """ebpf/reps: every QP of this rank is a REPS connection; the receiver ACKs every packet
+    (the runner sets ack_every=1), so every delivered packet's entropy comes back."""
     name = "reps"
 
-    def _make(self, peer: int, qp: int) -> FixedEntropy:
-        return RepsEntropy(hash((self.seed, self.rank, peer, qp)))
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._known: set[tuple[int, int]] = set()
+
+    def prepare(self, qp: SendQP) -> None:
+        if (qp.peer, qp.dqpn) in self._known:
+            return
+        self._known.add((qp.peer, qp.dqpn))
+        ack_qpn = KIND_ACK << 20 | qp.peer << 8 | qp.idx   # what the peer's ACKs address
+        self.program.add_connection(self.ips[qp.peer], qp.dqpn, ack_qpn, self.ips[self.rank],
+                                    first_window=REPS_FIRST_WINDOW)
+
+    def on_timeout(self, qp: SendQP, psn: int) -> None:
+        if (qp.peer, qp.dqpn) in self._known:      # control QPs are not REPS connections
+            self.program.timeout(self.ips[qp.peer], qp.dqpn, psn=psn)
 
 
 class Ethereal(Policy):
     """Split on arrival with controller.ethereal: flows of one step to remote racks are
-    balanced over the uplinks, each sub-flow on its own QP with the source port the planner
-    chose. Without a topology every peer is rack-local and a flow stays one QP."""
+    balanced over the uplinks, each sub-flow on its own QP, whose port the planner pins in
+    ebpf/pin. Without a topology every peer is rack-local and a flow stays one QP."""
     name = "ethereal"
 
-    def __init__(self, rank: int, qps: int = 1, seed: int = 0, align: int = 1024,
-                 planner=None, hosts: list[str] | None = None) -> None:
-        super().__init__(rank, qps, seed, align)
+    def __init__(self, rank: int, ips: list[str], qps: int = 1, align: int = 1024,
+                 program: Program | None = None, planner: EtherealRank | None = None,
+                 hosts: list[str] | None = None) -> None:
+        super().__init__(rank, ips, qps, align, program)
         self.planner, self.hosts = planner, hosts
+        self.subs: dict[tuple[int, int], SubFlow] = {}
 
     def plan(self, sends: dict[int, int]) -> dict[int, list[Piece]]:
         if self.planner is None:
             return super().plan(sends)
-        from controller.ethereal import Flow
-
         me = self.hosts[self.rank]
         flows = [Flow(me, self.hosts[peer], n, dst_qp=peer) for peer, n in sends.items()]
         out: dict[int, list[Piece]] = {peer: [] for peer in sends}
         for sub in self.planner.plan(flows):
             peer = sub.flow.dst_qp
-            out[peer].append(Piece(sub.offset, sub.bytes, sub.index,
-                                   _PlannedEntropy(self.planner, sub)))
+            self.subs[peer, sub.index] = sub
+            out[peer].append(Piece(sub.offset, sub.bytes, sub.index))
         return out
 
+    def prepare(self, qp: SendQP) -> None:
+        sub = self.subs.get((qp.peer, qp.idx))
+        if sub is None or sub.path is None:      # rack-local: the QP's own port
+            self.program.unpin(self.ips[qp.peer], qp.dqpn)
+        else:
+            self.program.pin(self.ips[qp.peer], qp.dqpn, self._port(sub))
 
-class _PlannedEntropy(FixedEntropy):
-    """A pinned sub-flow: on a retransmission timeout Ethereal marks the path failed and the
-    sub-flow re-picks another path (a new source port)."""
+    def on_timeout(self, qp: SendQP, psn: int) -> None:
+        sub = self.subs.get((qp.peer, qp.idx))
+        if self.planner is None or sub is None or sub.path is None:
+            return
+        sub = self.subs[qp.peer, qp.idx] = self.planner.on_timeout(sub)
+        self.repicks += 1
+        self.program.pin(self.ips[qp.peer], qp.dqpn, self._port(sub))
 
-    def __init__(self, planner, sub) -> None:
-        super().__init__(sub.sport)
-        self.planner, self.sub = planner, sub
+    def _port(self, sub: SubFlow) -> int:
+        """The planner's port steers the data; the receiver's ACKs echo that port in their
+        own source port, so they are hashed too. A port that also brings the ACKs back over
+        the same links (the reverse path) is preferred: then a timeout on a path means that
+        path, and Ethereal's failure marks stay true. The planner's port when none is found."""
+        routing = self.planner.routing
+        topo = self.planner.topo
+        src, dst = topo.host(sub.flow.src), topo.host(sub.flow.dst)
+        fwd, rev = [], []
+        for hop in sub.path.hops:
+            group = routing.group(hop.src, dst.leaf)
+            if len(group) > 1:
+                fwd.append((len(group), group.index(hop)))
+            back = Hop(hop.dst, hop.dst_port, hop.src, hop.src_port, hop.link)
+            group = routing.group(back.src, src.leaf)
+            if len(group) > 1:
+                if back not in group:
+                    return sub.sport
+                rev.append((len(group), group.index(back)))
+        for sport in range(sub.sport, hashing.SPORT_MAX + 1):
+            if all(hashing.ecmp_member(src.ip, dst.ip, hashing.UDP, sport, hashing.ROCEV2_PORT,
+                                       n) == m for n, m in fwd) and \
+                    all(hashing.ecmp_member(dst.ip, src.ip, hashing.UDP, sport,
+                                            hashing.ROCEV2_PORT, n) == m for n, m in rev):
+                return sport
+        return sub.sport
 
-    def on_timeout(self, entropy: int) -> None:
-        if self.sub.path is not None:
-            self.sub = self.planner.on_timeout(self.sub)
-            self.sport = self.sub.sport
 
-
-def make_policy(name: str, rank: int, *, qps: int = 1, seed: int = 0, align: int = 1024,
-                topology=None, hosts: list[str] | None = None) -> Policy:
+def make_policy(name: str, rank: int, ips: list[str], *, qps: int = 1, seed: int = 0,
+                align: int = 1024, program: Program | None = None, topology=None,
+                hosts: list[str] | None = None, routing=None) -> Policy:
     if name not in POLICIES:
         raise ValueError(f"unknown load-balancing policy {name!r}; choose from {POLICIES}")
     if name != "ethereal":
-        return {"ecmp": Ecmp, "spray": Spray, "reps": Reps}[name](rank, qps, seed, align)
+        return {"ecmp": Ecmp, "spray": SprayPolicy, "reps": RepsPolicy}[name](
+            rank, ips, qps, align, program)
     planner = None
     if topology is not None:
-        from controller.ethereal import EtherealRank
-
-        planner = EtherealRank(topology, hosts[rank], mtu=align, seed=seed or None)
-    return Ethereal(rank, qps, seed, align, planner, hosts)
+        # every rank its own shuffle, another one per seed (REFERENCES.md: "shuffled with the
+        # rank as seed")
+        planner = EtherealRank(topology, hosts[rank], mtu=align, seed=seed << 16 | rank,
+                               routing=routing)
+    return Ethereal(rank, ips, qps, align, program, planner, hosts)

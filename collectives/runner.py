@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import algorithms, mcast, netreduce, switchml
+from . import algorithms, fabric_view, mcast, netreduce, switchml
 from .comm import CommConfig, Communicator
 from .results import write_jsonl
 from .transport import TransportConfig
@@ -62,6 +62,14 @@ def matches(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.array_equal(got, want))
 
 
+def installed_routing(topo, fabricd: str | None):
+    """Ethereal's view of the paths: the fabric as fabricd installed it (links down left out),
+    not the topology file (controller.fabric_view)."""
+    if topo is None or not fabricd:
+        return None
+    return fabric_view.installed_routing(topo, fabricd)
+
+
 def topology_hosts(path: str | None, ips: list[str]):
     """The controller's topology model and the host name of every rank (by its address)."""
     if not path:
@@ -72,14 +80,25 @@ def topology_hosts(path: str | None, ips: list[str]):
     return topo, [topo.host_by_ip(ip).name for ip in ips]
 
 
+def transport_config(spec: dict) -> TransportConfig:
+    """The rank's transport: the launch seed varies the QPs' ports (other ECMP paths); REPS
+    gets an ACK for every packet, so every delivered packet's entropy comes back."""
+    opts = {"port_seed": spec.get("seed", 0)} | spec.get("transport", {})
+    if spec.get("policy") == "reps":
+        opts["ack_every"] = 1
+    return TransportConfig(**opts)
+
+
 def run_spec(spec: dict) -> list[dict]:
-    tcfg = TransportConfig(**spec.get("transport", {}))
+    tcfg = transport_config(spec)
     rank = spec["rank"]
     topo, hosts = topology_hosts(spec.get("topology"), spec["ips"])
+    routing = installed_routing(topo, spec.get("fabricd"))
     comm = Communicator(CommConfig(spec["ips"], rank, tcfg, spec.get("policy", "ecmp"),
                                    spec.get("qps", 1), spec.get("seed", 0),
                                    spec.get("port", 18515), spec.get("timeout", 60.0),
-                                   spec.get("join_timeout", 15.0), topo, hosts))
+                                   spec.get("join_timeout", 15.0), topo, hosts,
+                                   spec.get("dev"), routing))
     out_dir = Path(spec["out"]) if spec.get("out") else None
     rows = []
     try:
@@ -102,6 +121,7 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
     kwargs = run.get("options", {})
     comm.barrier()
     before = comm.stats.as_dict()
+    repicks = comm.policy.repicks
     t0, c0 = time.perf_counter(), time.process_time()
     got = fn(comm, inputs[comm.rank], **kwargs)
     cct, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -117,6 +137,8 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
             "bytes_injected": delta["bytes_injected"], "packets_sent": delta["packets_sent"],
             "packets_retransmitted": delta["retransmitted"],
             "duplicates_received": delta["duplicates"], "timeouts": delta["timeouts"],
+            "reorderings": delta["out_of_order"], "icrc_errors": delta["icrc_errors"],
+            "last_retx_at": after["last_retx_at"], "repicks": comm.policy.repicks - repicks,
             "naks_received": delta["naks_received"], "cnps_received": delta["cnps_received"],
             "data_packets": delta["data_packets"],
             "transport": asdict(comm.ep.cfg) | {"session": None}}

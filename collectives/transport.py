@@ -1,15 +1,19 @@
 """RoCEv2 reliable-connection transport emulated over IP: one endpoint per rank.
 
 Sending goes through a raw IP socket (IP_HDRINCL): the transport writes IP (ECT(0) on data),
-UDP (source port = the QP's entropy, possibly per packet) and the ICRC itself. Receiving uses
-one UDP socket on port 4791 with IP_RECVTOS, so the ECN bits of every data packet are known.
+UDP and the ICRC itself. Every QP sends with one fixed source port, as a NIC does; a policy's
+tc eBPF program (ebpf/) may rewrite it per packet on the way out. Receiving reads whole IP
+packets from a raw UDP socket (a socket filter keeps port 4791): the ECN bits are known and
+the ICRC is verified as a NIC does (failures are counted, and dropped for the RC transport).
 Queue pairs are demultiplexed by the BTH destination QP number:
     data QPN = 1<<20 | sender rank<<8 | index     (receiver side of the QP)
     ack  QPN = 2<<20 | receiver rank<<8 | index   (sender side, target of ACK/NAK/CNP)
-Reliability: PSN-ordered delivery with go-back-N (IBTA) or IRN-style selective repeat.
+Reliability: go-back-N (IBTA), IRN-style selective repeat (NAK at the first gap), or `ooo`: a
+receiver that tolerates reordering, as spraying transports assume (REFERENCES.md).
 """
 from __future__ import annotations
 
+import ctypes
 import select
 import socket
 import struct
@@ -20,14 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import wire
-from .entropy import FixedEntropy
+from .entropy import derived_sport
 
-IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
+SO_ATTACH_FILTER = getattr(socket, "SO_ATTACH_FILTER", 26)
 KIND_DATA, KIND_ACK = 1, 2
 MAX_QPS = 256
-RELIABILITY = ("gbn", "sr")
+RELIABILITY = ("gbn", "sr", "ooo")
 
 
 class TransportError(RuntimeError):
@@ -42,8 +46,12 @@ class PeerUnreachable(TransportError):
 class TransportConfig:
     mtu: int = 1024                 # RoCE payload bytes per packet (an IBTA MTU)
     window: int = 64                # packets in flight per QP
-    reliability: str = "gbn"        # "gbn" (go-back-N, RoCE NICs) or "sr" (IRN-style)
+    reliability: str = "gbn"        # "gbn" (go-back-N, RoCE NICs), "sr" (IRN-style, NAK at
+                                    # the first gap) or "ooo" (reorder-tolerant, see README)
     ack_every: int = 8              # the sender asks for an ACK every this many packets
+    reorder_threshold: int = 0      # ooo: a gap is a loss once a packet this many PSNs past
+                                    # it arrived; 0 = the window (only the RTO declares loss)
+    port_seed: int = 0              # part of every QP's fixed source port (as a NIC's QPNs)
     min_rto: float = 0.02           # seconds
     max_rto: float = 0.4
     retry_limit: int = 30           # consecutive timeouts of one QP before PeerUnreachable
@@ -63,6 +71,13 @@ class TransportConfig:
             raise ValueError(f"window must be 1..4096 packets, not {self.window}")
         if self.rate_gbps < 0 or self.line_gbps <= 0:
             raise ValueError("rates must be positive")
+        if not 1 <= self.ack_every <= 4096:
+            raise ValueError(f"ack_every must be 1..4096 packets, not {self.ack_every}")
+        if self.reorder_threshold < 0:
+            raise ValueError(f"reorder_threshold must be >= 0, not {self.reorder_threshold}")
+
+    def gap_threshold(self) -> int:
+        return self.reorder_threshold or self.window
 
 
 @dataclass
@@ -72,7 +87,7 @@ class Stats:
     data_packets: int = 0
     retransmitted: int = 0
     duplicates: int = 0             # data packets received that were already delivered
-    out_of_order: int = 0
+    out_of_order: int = 0           # reorderings: data packets that arrived past a gap
     naks_sent: int = 0
     naks_received: int = 0
     timeouts: int = 0
@@ -81,6 +96,8 @@ class Stats:
     cnps_sent: int = 0
     cnps_received: int = 0
     bad_packets: int = 0
+    icrc_errors: int = 0            # received RoCEv2 packets whose ICRC was wrong
+    last_retx_at: float = 0.0       # wall-clock time of the latest retransmission
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -121,7 +138,9 @@ class SendQP:
         self.dqpn = KIND_DATA << 20 | ep.rank << 8 | idx
         self.dst = socket.inet_aton(ep.peers[peer])
         self.next_psn = initial_psn(ep.cfg, ep.rank, peer, idx)
-        self.entropy = FixedEntropy(wire.SPORT_MIN)
+        # one port for the QP's life, as a NIC derives it from the QP numbers; the policy's
+        # eBPF program may rewrite it per packet on the way out
+        self.sport = derived_sport(ep.cfg.port_seed, ep.rank, peer, idx)
         self.queue: deque[list] = deque()   # [write?, data, bytes segmented, op, msg id, offset]
         self.inflight: deque[_Pkt] = deque()
         self.resend = 0                          # index into inflight of the next to (re)send
@@ -150,7 +169,12 @@ class SendQP:
         n = len(data)
         end = min(pos + mtu, n)
         first, last = pos == 0, end >= n
-        if write:
+        if write and self.ep.cfg.reliability == "ooo":
+            # every packet its own RDMA WRITE with a RETH: the receiver places it at its
+            # offset whatever order it arrives in (IRN does the same for out-of-order placement)
+            kind = wire.WRITE_ONLY
+            extra = wire.reth(offset + pos, msg_id, end - pos)
+        elif write:
             kind = (wire.WRITE_ONLY if last else wire.WRITE_FIRST) if first else \
                 (wire.WRITE_LAST if last else wire.WRITE_MIDDLE)
             extra = wire.reth(offset, msg_id, n) if first else b""
@@ -200,12 +224,13 @@ class SendQP:
         pad = -len(pkt.payload) % 4
         roce = b"".join((wire.bth(pkt.op, self.dqpn, pkt.psn, ackreq=pkt.ackreq or retx,
                                   pad=pad), pkt.extra, pkt.payload, bytes(pad)))
-        size = self.ep.send_frame(self.dst, self.entropy.next(), roce,
+        size = self.ep.send_frame(self.dst, self.sport, roce,
                                   wire.ECN_ECT0 if self.ep.cfg.ecn else 0)
         st = self.ep.stats
         st.data_packets += 1
         if retx:
             st.retransmitted += 1
+            st.last_retx_at = time.time()
         pkt.sends += 1
         pkt.sent_at = now
         if self.rate:
@@ -214,8 +239,7 @@ class SendQP:
             self.next_tx = max(self.next_tx, now - 16 * gap) + gap
 
     # ---- feedback -----------------------------------------------------------------------
-    def on_ack(self, psn: int, syndrome: int, entropy: int, flags: int, now: float) -> None:
-        self.entropy.on_ack(entropy, bool(flags & wire.ECHO_ECE))
+    def on_ack(self, psn: int, syndrome: int, now: float) -> None:
         nak = syndrome & 0xE0 == wire.AETH_NAK_PSN
         # An ACK covers psn itself; a NAK names the first missing PSN, covering those before.
         covered = psn if not nak else wire.psn_add(psn, -1)
@@ -282,11 +306,14 @@ class SendQP:
                 f"rank {self.ep.rank}: rank {self.peer} ({self.ep.peers[self.peer]}) did not "
                 f"acknowledge PSN {first.psn} on QP {self.idx} after {self.retries - 1} retries")
         self.backoff = min(self.retries, 4)
-        self.entropy.on_timeout(self.entropy.sport)
-        if self.ep.cfg.reliability == "gbn":
-            self.resend = 0
-        else:
+        for hook in self.ep.timeout_hooks:     # the policy: Ethereal re-pins, REPS evicts
+            hook(self, first.psn)
+        if self.ep.cfg.reliability == "sr":
             self._retransmit_first(now, 0.0)
+        else:
+            # gbn rewinds; ooo too: a timeout means the window is stuck, and the receiver
+            # keeps what it placed (resent packets it already has are dropped as duplicates)
+            self.resend = 0
 
 
 class RecvQP:
@@ -296,7 +323,10 @@ class RecvQP:
         self.dst = socket.inet_aton(ep.peers[peer])
         self.expected = initial_psn(ep.cfg, peer, ep.rank, idx)
         self.nak_sent = False
-        self.ooo: dict[int, tuple] = {}
+        self.ooo: dict[int, tuple] = {}          # sr: buffered; ooo: SENDs waiting for order
+        self.seen: set[int] = set()              # ooo: PSNs past `expected` already received
+        self.max_seen = wire.psn_add(self.expected, -1)
+        self.naked = -1                          # ooo: the gap last declared lost
         self.msn = 0
         self.part: list[int] | None = None       # [msg_id, offset] of the WRITE in progress
         self.send_buf = bytearray()
@@ -310,12 +340,15 @@ class RecvQP:
             if now - self.last_cnp > 50e-6:
                 self.last_cnp = now
                 self.ep.send_cnp(self.dst, self.ack_qpn)
-        echo = (sport, wire.ECHO_ECE if ce else 0)
+        echo = (sport, ce)
         d = wire.psn_diff(psn, self.expected)
         if d < 0:
             st.duplicates += 1
             if ackreq:
                 self._ack(wire.AETH_ACK, wire.psn_add(self.expected, -1), echo)
+            return
+        if self.ep.cfg.reliability == "ooo":
+            self._on_data_ooo(op, psn, d, ackreq, body, echo)
             return
         sr = self.ep.cfg.reliability == "sr"
         if d > 0:
@@ -345,14 +378,57 @@ class RecvQP:
         elif ackreq:
             self._ack(wire.AETH_ACK, wire.psn_add(self.expected, -1), echo)
 
-    def _ack(self, syndrome: int, psn: int, echo: tuple[int, int]) -> None:
+    def _on_data_ooo(self, op: int, psn: int, d: int, ackreq: bool, body: memoryview,
+                     echo: tuple[int, bool]) -> None:
+        """Reorder-tolerant receiver: a WRITE is placed at its RETH offset on arrival; the
+        cumulative ACK moves once the gap before it fills. A gap is declared lost (one NAK)
+        only when a packet `gap_threshold` PSNs past it has arrived; otherwise the sender's
+        RTO declares it."""
+        st = self.ep.stats
+        if d > 0:
+            if psn in self.seen:
+                st.duplicates += 1
+                if ackreq:
+                    self._ack(wire.AETH_ACK, wire.psn_add(self.expected, -1), echo)
+                return
+            if d >= 4 * self.ep.cfg.window:
+                return
+            st.out_of_order += 1
+            self.seen.add(psn)
+            if op == wire.WRITE_ONLY:
+                self._deliver(op, body)
+            else:
+                self.ooo[psn] = (op, bytes(body))
+            if wire.psn_diff(psn, self.max_seen) > 0:
+                self.max_seen = psn
+        else:
+            self._deliver(op, body)
+            self.expected = wire.psn_add(self.expected, 1)
+            while self.expected in self.seen:
+                self.seen.discard(self.expected)
+                nxt = self.ooo.pop(self.expected, None)
+                if nxt is not None:
+                    self._deliver(nxt[0], memoryview(nxt[1]))
+                self.expected = wire.psn_add(self.expected, 1)
+            if wire.psn_diff(self.expected, self.max_seen) > 0:
+                self.max_seen = wire.psn_add(self.expected, -1)
+        if self.seen and self.naked != self.expected and \
+                wire.psn_diff(self.max_seen, self.expected) >= self.ep.cfg.gap_threshold():
+            self.naked = self.expected
+            self._ack(wire.AETH_NAK_PSN, self.expected, echo)
+        elif ackreq:
+            self._ack(wire.AETH_ACK, wire.psn_add(self.expected, -1), echo)
+
+    def _ack(self, syndrome: int, psn: int, echo: tuple[int, bool]) -> None:
+        """A standard ACK (BTH + AETH + ICRC): its UDP source port echoes the entropy of the
+        data packet that triggered it, BTH BECN that packet's CE mark (REPS reads both)."""
         st = self.ep.stats
         st.acks_sent += 1
         if syndrome != wire.AETH_ACK:
             st.naks_sent += 1
-        roce = wire.bth(wire.ACKNOWLEDGE, self.ack_qpn, psn) + \
-            wire.aeth_echo(syndrome, self.msn, echo[0], echo[1])
-        self.ep.send_frame(self.dst, wire.ack_sport(self.ack_qpn), roce, 0)
+        roce = wire.bth(wire.ACKNOWLEDGE, self.ack_qpn, psn, becn=echo[1]) + \
+            wire.aeth(syndrome, self.msn)
+        self.ep.send_frame(self.dst, echo[0], roce, 0)
 
     def _deliver(self, op: int, body: memoryview) -> None:
         if op in wire.WRITE_OPS:
@@ -410,12 +486,17 @@ class Endpoint:
     def __post_init__(self) -> None:
         self.stats = Stats()
         self.local = socket.inet_aton(self.peers[self.rank])
-        self.rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.rx.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.rx.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
+        # Whole IP packets (the ICRC covers IP and UDP header fields) from a raw socket; the
+        # UDP socket only owns the port, so that the kernel sends no port-unreachable, and
+        # keeps nothing (a socket filter drops all it would queue).
+        self.rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+        _attach_filter(self.rx, _udp_dport_filter(self.cfg.dport))
         self.rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
-        self.rx.bind(("0.0.0.0", self.cfg.dport))
         self.rx.setblocking(False)
+        self.sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sink.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        _attach_filter(self.sink, [(0x06, 0, 0, 0)])
+        self.sink.bind(("0.0.0.0", self.cfg.dport))
         self.tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
         self.tx.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 8 << 20)
         self.tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, self.local)
@@ -427,11 +508,12 @@ class Endpoint:
         self.control: dict[int, deque[bytes]] = {p: deque() for p in range(len(self.peers))}
         self.by_ip = {socket.inet_aton(ip): r for r, ip in enumerate(self.peers)}
         self._buf = bytearray(9216)
-        self._anc = socket.CMSG_SPACE(4)
         self.active: list[SendQP] = []
+        self.timeout_hooks: list[Callable[[SendQP, int], None]] = []
 
     def close(self) -> None:
         self.rx.close()
+        self.sink.close()
         self.tx.close()
 
     def join(self, group: str) -> None:
@@ -485,17 +567,27 @@ class Endpoint:
 
     def _drain(self, now: float, budget: int = 256) -> int:
         n = 0
+        buf = memoryview(self._buf)
         for n in range(budget):
             try:
-                size, anc, _flags, addr = self.rx.recvmsg_into([self._buf], self._anc)
+                size = self.rx.recv_into(self._buf)
             except BlockingIOError:
                 return n
-            tos = 0
-            for level, kind, data in anc:
-                if level == socket.IPPROTO_IP and kind == socket.IP_TOS and data:
-                    tos = data[0]
+            # the socket filter passed only IPv4 / 20-byte header / UDP to our port
+            dst = bytes(buf[16:20])
+            if dst != self.local and not 224 <= dst[0] <= 239:
+                continue                        # another address on this host
+            packet = buf[:size]
+            data = packet[28:]
+            if not wire.icrc_ok(packet):
+                self.stats.icrc_errors += 1
+                # A NIC drops it. The project's own headers are rewritten by switches that do
+                # not update the ICRC (p4src/README.md): those go on, counted.
+                if len(data) < 1 or data[0] not in self.handlers:
+                    continue
+            addr = (socket.inet_ntoa(buf[12:16]), buf[20] << 8 | buf[21])
             try:
-                self._dispatch(memoryview(self._buf)[:size], addr, tos, now)
+                self._dispatch(data, addr, buf[1], now)
             except wire.WireError:
                 self.stats.bad_packets += 1
         return n + 1
@@ -519,11 +611,10 @@ class Endpoint:
                 raise wire.WireError("padding longer than the payload")
             qp.on_data(op, psn, ackreq, data[12:end], addr[1], tos & wire.ECN_MASK == wire.ECN_CE,
                        now)
-        elif op == wire.ACKNOWLEDGE and kind == KIND_ACK and len(data) >= 24:
+        elif op == wire.ACKNOWLEDGE and kind == KIND_ACK and len(data) >= 20:
             sqp = self.sendqps.get((peer, idx))
             if sqp is not None:
-                word, entropy, flags, _ = wire.AETH_ECHO.unpack_from(data, 12)
-                sqp.on_ack(psn, word >> 24, entropy, flags, now)
+                sqp.on_ack(psn, wire.AETH_HDR.unpack_from(data, 12)[0] >> 24, now)
         elif op == wire.CNP and kind == KIND_ACK:
             sqp = self.sendqps.get((peer, idx))
             if sqp is not None:
@@ -554,3 +645,27 @@ class Endpoint:
                 raise TransportError(f"rank {self.rank}: timed out after {timeout:.0f} s "
                                      f"waiting for {what}")
             self.progress(0.005)
+
+
+def _udp_dport_filter(dport: int) -> list[tuple[int, int, int, int]]:
+    """Classic BPF for a raw IPv4 socket: keep UDP datagrams to `dport` whose IP header is 20
+    bytes and which are not fragments; drop everything else in the kernel."""
+    return [
+        (0x30, 0, 0, 0),          # ldb [0]           version/IHL
+        (0x15, 0, 6, 0x45),       # jeq 0x45          else drop
+        (0x28, 0, 0, 6),          # ldh [6]           flags/fragment offset
+        (0x45, 4, 0, 0x3FFF),     # jset MF|offset    drop
+        (0x30, 0, 0, 9),          # ldb [9]           protocol
+        (0x15, 0, 2, 17),         # jeq UDP           else drop
+        (0x28, 0, 0, 22),         # ldh [22]          UDP destination port
+        (0x15, 1, 0, dport),      # jeq dport         keep
+        (0x06, 0, 0, 0),          # ret 0             drop
+        (0x06, 0, 0, 0xFFFF),     # ret 65535         keep
+    ]
+
+
+def _attach_filter(sock: socket.socket, program: list[tuple[int, int, int, int]]) -> None:
+    code = b"".join(struct.pack("=HBBI", *insn) for insn in program)
+    buf = ctypes.create_string_buffer(code)
+    fprog = struct.pack("=HxxxxxxQ", len(program), ctypes.addressof(buf))
+    sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)

@@ -1,10 +1,11 @@
 """RoCEv2 framing with `struct` (scapy is far too slow for the data path; tests check that
 every packet built here parses identically with `scapy.contrib.roce` and `collectives.layers`).
 
-IPv4 (20 B) / UDP (8 B, dport 4791, sport = entropy) / BTH (12 B) / [RETH 16 B] /
-[AETH 4 B + EntropyEcho 4 B] / payload (padded to 4 B, BTH padcount) / ICRC (4 B).
-The transport sends through a raw IP socket, so it writes the IP header itself: the IP id and
-source port are then known when the ICRC is computed, and the entropy may change per packet.
+IPv4 (20 B) / UDP (8 B, dport 4791, sport = entropy) / BTH (12 B) / [RETH 16 B] / [AETH 4 B]
+/ payload (padded to 4 B, BTH padcount) / ICRC (4 B). ACKs are standard: BTH + AETH + ICRC;
+the entropy of the acknowledged packet is echoed in the ACK's UDP source port and its CE mark
+in the BTH BECN bit. The transport sends and receives whole IP packets (raw sockets), so it
+computes the ICRC when sending and verifies it when receiving, as a NIC does.
 """
 from __future__ import annotations
 
@@ -35,13 +36,12 @@ AETH_ACK = 0x1F
 AETH_NAK_PSN = 0x60
 
 ECN_MASK, ECN_ECT0, ECN_CE = 0x03, 0x02, 0x03
-ECHO_ECE = 0x01
 
 IP_HDR = struct.Struct("!BBHHHBBH4s4s")
 UDP_HDR = struct.Struct("!HHHH")
 BTH_HDR = struct.Struct("!BBHII")        # opcode, se|m|pad|tver, pkey, resv8|dqpn, a|psn
 RETH_HDR = struct.Struct("!QII")
-AETH_ECHO = struct.Struct("!IHBB")        # syndrome|msn, entropy, flags, reserved
+AETH_HDR = struct.Struct("!I")            # syndrome | msn
 AGG_HDR = struct.Struct("!HHIBBBB")
 AGG_VALUES = 32
 AGG_FLAG_RESULT, AGG_FLAG_VERSION = 0x01, 0x02
@@ -68,7 +68,7 @@ def psn_diff(a: int, b: int) -> int:
 
 
 def ack_sport(qpn: int) -> int:
-    """The fixed source port of a QP's ACKs and CNPs (responses need no path diversity)."""
+    """The fixed source port of a QP's CNPs (ACKs echo the entropy of what they acknowledge)."""
     return SPORT_MIN | (qpn * 2654435761 >> 7 & 0x3FFF)
 
 
@@ -82,8 +82,8 @@ def reth(va: int, rkey: int, length: int) -> bytes:
     return RETH_HDR.pack(va, rkey, length)
 
 
-def aeth_echo(syndrome: int, msn: int, entropy: int, flags: int) -> bytes:
-    return AETH_ECHO.pack(syndrome << 24 | (msn & PSN_MASK), entropy, flags, 0)
+def aeth(syndrome: int, msn: int) -> bytes:
+    return AETH_HDR.pack(syndrome << 24 | (msn & PSN_MASK))
 
 
 def ipv4_udp(src: bytes, dst: bytes, sport: int, udp_payload_len: int, ip_id: int,
@@ -107,6 +107,11 @@ def icrc(ip_udp: bytes, roce: bytes) -> bytes:
     crc = zlib.crc32(b"\xff", crc)
     crc = zlib.crc32(memoryview(roce)[5:], crc)
     return crc.to_bytes(4, "little")
+
+
+def icrc_ok(packet: bytes | memoryview) -> bool:
+    """Whether an IPv4 packet (20-byte header, UDP, RoCE, ICRC) carries the right ICRC."""
+    return len(packet) >= 48 and icrc(bytes(packet[:28]), packet[28:-4]) == packet[-4:]
 
 
 def frame(src: bytes, dst: bytes, sport: int, ip_id: int, tos: int, roce: bytes,

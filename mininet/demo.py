@@ -1,6 +1,9 @@
 """`make demo`: a leaf-spine of p4switch (or, with `--target bmv2`, BMv2) switches in Mininet,
-configured only by fabricd over P4Runtime, runs collectives under hash ECMP, spraying, REPS and Ethereal; prints the
-collective completion times side by side and saves a plot.
+configured only by fabricd over P4Runtime, runs collectives under hash ECMP, spraying, REPS and
+Ethereal (each but ECMP a tc eBPF program on every rank's interface); prints the collective
+completion times side by side, then fails a leaf-spine link in the middle of a collective
+(silently, then announced through fabricctl) and prints what each policy makes of it; saves a
+plot.
 
     sudo .venv/bin/python mininet/demo.py [--target bmv2] [--topology FILE] [--size 512KiB]
 """
@@ -17,13 +20,14 @@ import click
 # siblings in mininet/: the script's own directory is first on sys.path
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
+from failures import failure_runs, failure_table
 from ideas import Ranks, multicast_allgather, netreduce, vclos
 from ideas import table as ideas_table
 from p4_switch import TARGETS, missing_tools
 from report import plot, table
 
 from collectives.cli import parse_size
-from collectives.launch import LaunchError
+from collectives.launch import LaunchError, policy_program
 from controller.topology import TopologyError, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,7 +76,7 @@ def measure(fabricd, topo, ranks: Ranks, policies, runs, seeds) -> list[dict]:
             for policy in policies:
                 before = uplink_bytes(fabricd, topo)
                 got = ranks.launch(names, run, policy=policy, seed=seed,
-                                   topology=str(fabricd.topology))
+                                   topology=str(fabricd.topology), fabricd=fabricd.address)
                 sent = [b - a for a, b in zip(before, uplink_bytes(fabricd, topo), strict=True)]
                 imbalance = max(sent) / (sum(sent) / len(sent)) if sum(sent) else 0.0
                 rows += [r | {"seed": seed, "uplink_imbalance": imbalance} for r in got]
@@ -126,12 +130,19 @@ def compile_fabric(target: str, out_dir: Path) -> tuple[Path, Path] | None:
                    "packet in flight, as RoCE runs lossless (PFC).")
 @click.option("--window", type=click.IntRange(1, 4096), default=16, show_default=True,
               help="Packets in flight per QP.")
-@click.option("--reliability", type=click.Choice(["gbn", "sr"]), default="sr",
-              show_default=True, help="sr: selective repeat, which spraying and REPS assume; "
-                                      "gbn: RoCE NICs' go-back-N, which reordering cripples.")
+@click.option("--reliability", type=click.Choice(["ooo", "sr", "gbn"]), default="ooo",
+              show_default=True, help="ooo: a receiver that tolerates reordering, which "
+                                      "spraying and REPS assume (all policies use it); sr, gbn: "
+                                      "NAK at the first gap, which turns reordering into "
+                                      "retransmissions.")
 @click.option("--min-rto", type=click.FloatRange(0.001),
               help="Minimum retransmission timeout in s [default: twice a full queue's "
                    "drain time]. A NIC's few ms would fire spuriously on Python switches.")
+@click.option("--failures/--no-failures", default=True, show_default=True,
+              help="Fail a leaf-spine link in the middle of a collective, silently and "
+                   "announced, under every policy.")
+@click.option("--failure-collective", default="alltoall/direct", show_default=True,
+              help="The collective/algo the link fails under.")
 @click.option("--ideas/--no-ideas", default=True, show_default=True,
               help="Also run Multicast Allgather, NetReduce and vClos next to their baselines.")
 @click.option("--cli", is_flag=True, help="End in the Mininet CLI with fabricd running, for "
@@ -139,7 +150,7 @@ def compile_fabric(target: str, out_dir: Path) -> tuple[Path, Path] | None:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out", show_default=True)
 def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth, window,
-         reliability, min_rto, ideas, cli, out_dir):
+         reliability, min_rto, failures, failure_collective, ideas, cli, out_dir):
     """Run collectives under four load-balancing policies on an emulated P4 fabric."""
     missing = missing_tools(target)
     if missing:
@@ -152,6 +163,12 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
     except TopologyError as err:
         raise click.BadParameter(str(err), param_hint="--topology") from None
     policy_list = _choices(policies, POLICIES, "policy")
+    try:                                      # the policies run in eBPF: say what is missing
+        for policy in policy_list:
+            policy_program(policy)
+    except LaunchError as err:
+        raise click.ClickException(str(err)) from None
+    (failure_pair,) = _collectives(failure_collective)
     runs = [{"collective": c, "algo": a, "dtype": "int32", "elements": parse_size(size) // 4}
             for c, a in _collectives(colls)]
     if link_mbps is None:
@@ -178,6 +195,12 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
             with host_netns(net, [h.name for h in ranked]) as namespaces:
                 ranks = Ranks(topo, namespaces, transport)
                 rows = measure(fabricd, topo, ranks, policy_list, runs, range(repeat))
+                failed = []
+                if failures:
+                    failed = failure_runs(net, fabricd, topo, ranks, policy_list,
+                                          {"collective": failure_pair[0],
+                                           "algo": failure_pair[1], "dtype": "int32",
+                                           "elements": parse_size(size) // 4})
                 extra = []
                 if ideas:
                     elements = parse_size(size) // 4
@@ -195,6 +218,11 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
              f"links {_speed(link_mbps)}")
     click.echo(f"\n{title}\n")
     click.echo(table(rows))
+    if failed:
+        click.echo(f"\nA leaf-spine link fails in the middle of {failure_collective} ({size} per "
+                   f"rank): silently (the switches drop, fabricd is not told), then announced "
+                   f"(fabricctl link ... down)\n")
+        click.echo(failure_table(failed))
     if extra:
         click.echo(f"\nThe other ideas on the same fabric ({size} per rank; allgather: "
                    f"{size} in total)\n")
@@ -202,7 +230,8 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
     plot(rows, out_dir / "demo-cct.png", title)
     click.echo(f"\ndemo: results in {out_dir / 'demo.jsonl'}, plot in "
                f"{out_dir / 'demo-cct.png'}")
-    if not all(r["ok"] for r in rows) or any(x[-1] != "yes" for x in extra):
+    if not all(r["ok"] for r in rows) or any(x[-1] != "yes" for x in extra) or \
+            any(f[-1] == "NO" and f[2] != "ecmp" for f in failed):
         raise SystemExit(1)
 
 

@@ -36,11 +36,12 @@ def table(rows: list[dict]) -> str:
             imbalance[(f"{r['collective']}/{r['algo']}", r["policy"])].append(
                 r["uplink_imbalance"])
     retx, timeouts = totals(rows, "packets_retransmitted"), totals(rows, "timeouts")
+    reorder, icrc = totals(rows, "reorderings"), totals(rows, "icrc_errors")
     ok = defaultdict(lambda: True)
     for r in rows:
         ok[(f"{r['collective']}/{r['algo']}", r["policy"])] &= r["ok"]
     head = ["collective", "policy", "runs", "CCT median ms", "min", "max", "vs ecmp",
-            "retx", "timeouts", "busiest uplink", "exact"]
+            "reorderings", "retx", "timeouts", "ICRC errors", "busiest uplink", "exact"]
     lines = []
     for (coll, policy), values in ccts.items():
         med = statistics.median(values)
@@ -48,7 +49,8 @@ def table(rows: list[dict]) -> str:
         ratio = f"{med / statistics.median(base):.2f}x" if base else "-"
         lines.append([coll, policy, str(len(values)), f"{med * 1e3:.1f}",
                       f"{min(values) * 1e3:.1f}", f"{max(values) * 1e3:.1f}", ratio,
-                      str(retx[(coll, policy)]), str(timeouts[(coll, policy)]),
+                      str(reorder[(coll, policy)]), str(retx[(coll, policy)]),
+                      str(timeouts[(coll, policy)]), str(icrc[(coll, policy)]),
                       f"{statistics.median(imbalance[(coll, policy)]):.2f}x mean",
                       "yes" if ok[(coll, policy)] else "NO"])
     return format_table(head, lines)

@@ -1,6 +1,7 @@
 """The RC state machines on their own: a recording endpoint stands in for the sockets, so
 each test states exactly which packets go out (NAK once per gap, go-back-N vs selective
-repeat, duplicates, ECN -> CNP + ECE echo, CNP -> lower rate, retry limit)."""
+repeat, the reorder-tolerant receiver, duplicates, ECN -> CNP + BECN echo, CNP -> lower rate,
+retry limit, timeouts reported to the policy)."""
 from __future__ import annotations
 
 from collections import deque
@@ -26,17 +27,18 @@ class Recorder:
         self.rank, self.peers = 0, ["10.0.0.1", "10.0.0.2"]
         self.cfg = TransportConfig(initial_psn=0xFFFFFE, mtu=256, **cfg)
         self.stats = Stats()
-        self.sent: list[tuple[int, int, bytes, int]] = []   # (opcode, psn, roce, tos)
+        self.sent: list[tuple[int, int, bytes, int, int]] = []  # (op, psn, roce, tos, sport)
         self.msgs: dict = {}
         self.control = {0: deque(), 1: deque()}
+        self.timeout_hooks = []
 
     def send_frame(self, dst, sport, roce, tos):
         op, _pad, _qpn, psn, _a, _b = wire.parse_bth(roce + bytes(4))
-        self.sent.append((op, psn, roce, tos))
+        self.sent.append((op, psn, roce, tos, sport))
         return len(roce) + 32
 
     def send_cnp(self, dst, qpn):
-        self.sent.append((wire.CNP, 0, b"", 0))
+        self.sent.append((wire.CNP, 0, b"", 0, 0))
 
     def place(self, peer, msg_id, offset, data):
         self.msgs.setdefault(msg_id, Message()).write(offset, data)
@@ -47,12 +49,13 @@ class Recorder:
 
 
 def _acks(frames):
-    """(syndrome, psn, entropy, flags) of the ACK/NAKs among frames."""
+    """(syndrome, psn, echoed entropy = the ACK's source port, BECN) of the ACK/NAKs."""
     out = []
-    for op, psn, roce, _ in frames:
+    for op, psn, roce, _, sport in frames:
         if op == wire.ACKNOWLEDGE:
-            word, entropy, flags, _ = wire.AETH_ECHO.unpack_from(roce, 12)
-            out.append((word >> 24, psn, entropy, flags))
+            assert len(roce) == 16                # BTH + AETH: a standard ACK
+            (word,) = wire.AETH_HDR.unpack_from(roce, 12)
+            out.append((word >> 24, psn, sport, int(wire.parse_bth(roce + bytes(4))[5])))
     return out
 
 
@@ -113,7 +116,7 @@ def test_ce_marked_data_gets_a_cnp_and_an_ece_echo():
     _deliver(qp, _write_packets(1)[0], ackreq=True, ce=True, sport=0xD123)
     frames = ep.take()
     assert frames[0][0] == wire.CNP
-    assert _acks(frames) == [(wire.AETH_ACK, 0xFFFFFE, 0xD123, wire.ECHO_ECE)]
+    assert _acks(frames) == [(wire.AETH_ACK, 0xFFFFFE, 0xD123, 1)]
     assert ep.stats.ecn_marked == 1
 
 
@@ -139,7 +142,7 @@ def test_a_nak_rewinds_go_back_n_but_selective_repeat_resends_one(mode, resent):
     ep, qp, op = _sender(mode)
     qp.pump(0.0, 100)
     ep.take()
-    qp.on_ack(0, wire.AETH_NAK_PSN, 0xC000, 0, 0.001)   # covers FFFFFE, FFFFFF; 0 is missing
+    qp.on_ack(0, wire.AETH_NAK_PSN, 0.001)   # covers FFFFFE, FFFFFF; 0 is missing
     qp.pump(0.001, 100)
     psns = [f[1] for f in ep.take()]
     assert psns[:len(resent)] == resent
@@ -147,13 +150,13 @@ def test_a_nak_rewinds_go_back_n_but_selective_repeat_resends_one(mode, resent):
         assert ep.stats.retransmitted == 2 and psns == [0, 1, 2, 3]
     else:
         assert ep.stats.retransmitted == 1 and psns == [0, 2, 3]     # then new packets
-    qp.on_ack(wire.psn_add(0xFFFFFE, 9), wire.AETH_ACK, 0xC000, 0, 0.002)
+    qp.on_ack(wire.psn_add(0xFFFFFE, 9), wire.AETH_ACK, 0.002)
     assert len(qp.inflight) == 4                   # an ACK beyond what was sent is ignored
-    qp.on_ack(3, wire.AETH_ACK, 0xC000, 0, 0.002)
+    qp.on_ack(3, wire.AETH_ACK, 0.002)
     assert not qp.inflight and not op.done
     qp.pump(0.002, 100)
     assert [f[1] for f in ep.take()] == [4, 5]
-    qp.on_ack(5, wire.AETH_ACK, 0xC000, 0, 0.003)
+    qp.on_ack(5, wire.AETH_ACK, 0.003)
     assert op.done and not qp.busy()
 
 
@@ -178,3 +181,59 @@ def test_the_retry_limit_raises_peer_unreachable():
             qp.pump(now, 100)
     assert ep.stats.timeouts == 3
 
+
+
+def _ooo_packets(n: int, start: int = 0xFFFFFE) -> list[tuple[int, int, bytes]]:
+    """What an `ooo` sender sends: each 256-byte packet a WRITE ONLY with its offset."""
+    return [(wire.WRITE_ONLY, wire.psn_add(start, i),
+             wire.reth(256 * i, 0, 256) + bytes([i]) * 256) for i in range(n)]
+
+
+def test_ooo_sender_puts_a_reth_on_every_packet():
+    ep, qp, _ = _sender("ooo")
+    qp.pump(0.0, 100)
+    frames = ep.take()
+    assert {f[0] for f in frames} == {wire.WRITE_ONLY}
+    assert [wire.RETH_HDR.unpack_from(f[2], 12)[0] for f in frames] == [0, 256, 512, 768]
+
+
+def test_ooo_receiver_places_reordered_packets_without_a_nak():
+    ep = Recorder(reliability="ooo", window=8)
+    qp = RecvQP(ep, 1, 0)
+    pkts = _ooo_packets(6)
+    for i in (0, 2, 3, 1, 5, 4):                  # reordered, nothing lost
+        _deliver(qp, pkts[i], ackreq=True, sport=0xC000 + i)
+    acks = _acks(ep.take())
+    assert all(a[0] == wire.AETH_ACK for a in acks)                 # never a NAK
+    assert [a[2] for a in acks] == [0xC000 + i for i in (0, 2, 3, 1, 5, 4)]   # every echo
+    assert acks[-1][1] == wire.psn_add(0xFFFFFE, 5)
+    assert ep.stats.out_of_order == 3 and ep.stats.naks_sent == 0
+    msg = ep.msgs[0]
+    msg.post(256 * 6)
+    assert msg.complete() and bytes(msg.buf) == b"".join(bytes([i]) * 256 for i in range(6))
+
+
+def test_ooo_receiver_declares_a_loss_at_the_reordering_threshold():
+    ep = Recorder(reliability="ooo", window=16, reorder_threshold=4)
+    qp = RecvQP(ep, 1, 0)
+    pkts = _ooo_packets(8)
+    _deliver(qp, pkts[0])
+    for i in (2, 3, 4):                           # PSN FFFFFF missing; 3 packets past it
+        _deliver(qp, pkts[i])
+    assert _acks(ep.take()) == []                 # not a loss yet: reordering
+    _deliver(qp, pkts[5])                         # 4 past the gap: declared lost, once
+    _deliver(qp, pkts[6])
+    assert [a[:2] for a in _acks(ep.take())] == [(wire.AETH_NAK_PSN, 0xFFFFFF)]
+    _deliver(qp, pkts[1], ackreq=True)            # the repair: everything placed is covered
+    assert [a[:2] for a in _acks(ep.take())] == [(wire.AETH_ACK, 4)]
+    assert ep.msgs[0].received == 7 * 256
+
+
+def test_a_timeout_is_reported_to_the_policy_with_the_packet_that_timed_out():
+    ep, qp, _ = _sender("ooo", min_rto=0.01)
+    seen = []
+    ep.timeout_hooks.append(lambda q, psn: seen.append((q, psn)))
+    qp.pump(0.0, 100)
+    qp.on_ack(0xFFFFFF, wire.AETH_ACK, 0.001)     # two acknowledged; PSN 0 stalls
+    qp.on_timer(1.0)
+    assert seen == [(qp, 0)] and ep.stats.timeouts == 1

@@ -8,10 +8,9 @@ from scapy.layers.inet import IP, UDP
 
 from collectives import switchml, wire
 from collectives.algorithms import segments
-from collectives.entropy import FixedEntropy, RepsEntropy, SprayEntropy
-from collectives.layers import RETH, Aggregation, EntropyEcho, ReliableBroadcast
+from collectives.layers import RETH, Aggregation, ReliableBroadcast
 from collectives.lb import even_split, make_policy
-from collectives.transport import TransportConfig
+from collectives.transport import SendQP, TransportConfig
 
 SRC, DST = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
 
@@ -53,13 +52,14 @@ def test_padding_and_middle_packets():
     assert pkt[BTH].padcount == 2 and pkt[BTH].opcode == 0x07
 
 
-def test_ack_carries_aeth_and_entropy_echo():
-    roce = wire.bth(wire.ACKNOWLEDGE, 0x200001, 77) + \
-        wire.aeth_echo(wire.AETH_NAK_PSN, 5, 0xD00D, wire.ECHO_ECE)
-    pkt = _parse(roce, tos=0)
-    assert pkt[BTH].opcode == 0x11 and pkt[BTH].psn == 77
+def test_ack_is_standard_and_echoes_in_its_source_port_and_becn():
+    roce = wire.bth(wire.ACKNOWLEDGE, 0x200001, 77, becn=True) + wire.aeth(wire.AETH_NAK_PSN, 5)
+    pkt = _parse(roce, sport=0xD00D, tos=0)
+    assert pkt[BTH].opcode == 0x11 and pkt[BTH].psn == 77 and pkt[BTH].becn == 1
     assert pkt[AETH].syndrome == 0x60 and pkt[AETH].msn == 5
-    assert pkt[EntropyEcho].entropy == 0xD00D and pkt[EntropyEcho].flags == 1
+    assert len(pkt[AETH].payload) == 0            # nothing after the AETH but the ICRC
+    assert pkt[UDP].len == 8 + 12 + 4 + 4
+    assert wire.icrc_ok(bytes(pkt)) and not wire.icrc_ok(bytes(pkt)[:-1] + b"\0")
 
 
 def test_cnp_is_rocev2_cnp():
@@ -109,18 +109,22 @@ def test_even_split_and_segments():
     assert [s.stop - s.start for s in segments(10, 4)] == [2, 3, 2, 3]
 
 
-def test_spray_changes_the_port_and_reps_recycles_unmarked_entropy():
-    spray = SprayEntropy(1)
-    assert len({spray.next() for _ in range(50)}) > 40
-    reps = RepsEntropy(2, explore=4)
-    explored = [reps.next() for _ in range(4)]
-    assert len(set(explored)) == 4
-    reps.on_ack(explored[1], ece=False)
-    reps.on_ack(explored[2], ece=True)
-    reps.on_ack(explored[3], ece=False)
-    reps.on_timeout(explored[3])
-    assert reps.next() == explored[1]          # the oldest unmarked echo comes back first
-    assert reps.next() not in (explored[2], explored[3])
+class FakePin:
+    """Stands in for ebpf.Pin: records what the policy writes into the map."""
+
+    def __init__(self) -> None:
+        self.pins: dict[tuple[str, int], int] = {}
+
+    def pin(self, ip, qpn, sport):
+        self.pins[ip, qpn] = sport
+
+    def unpin(self, ip, qpn):
+        return self.pins.pop((ip, qpn), None) is not None
+
+
+class FakeEndpoint:
+    def __init__(self, rank: int, ips: list[str]) -> None:
+        self.rank, self.peers, self.cfg = rank, ips, TransportConfig()
 
 
 def test_bad_configuration_is_refused():
@@ -128,19 +132,43 @@ def test_bad_configuration_is_refused():
         TransportConfig(mtu=1500)
     with pytest.raises(ValueError, match="reliability"):
         TransportConfig(reliability="tcp")
+    with pytest.raises(ValueError, match="reorder_threshold"):
+        TransportConfig(reliability="ooo", reorder_threshold=-1)
     with pytest.raises(ValueError, match="policy"):
-        make_policy("random", 0)
+        make_policy("random", 0, IPS)
     with pytest.raises(ValueError, match="1..128"):
-        make_policy("ecmp", 0, qps=0)
-    with pytest.raises(ValueError, match="source port"):
-        FixedEntropy(80)
+        make_policy("ecmp", 0, IPS, qps=0)
+    with pytest.raises(ValueError, match="needs its eBPF program"):
+        make_policy("spray", 0, IPS)
 
 
-def test_ecmp_with_several_qps_uses_distinct_ports():
-    plan = make_policy("ecmp", 0, qps=4).plan({1: 8192, 2: 100})
+IPS = [f"10.0.{r // 3 + 1}.{r % 3 + 1}" for r in range(6)]
+
+
+def test_ecmp_splits_over_qps_each_with_its_own_fixed_port():
+    plan = make_policy("ecmp", 0, IPS, qps=4).plan({1: 8192, 2: 100})
     assert [p.qp for p in plan[1]] == [0, 1, 2, 3]
-    assert len({p.entropy.next() for p in plan[1]}) == 4
     assert len(plan[2]) == 1
+    ep = FakeEndpoint(0, IPS)
+    assert len({SendQP(ep, 1, i).sport for i in range(4)}) == 4   # as a NIC: per QP
+
+
+def test_ethereal_shuffles_differ_per_rank_whatever_the_seed():
+    from controller.topology import leaf_spine
+
+    topo = leaf_spine(2, 2, 3)
+    hosts = [topo.host_by_rank(r).name for r in range(6)]
+    for seed in (0, 1, 2):
+        orders = set()
+        for rank in range(3):
+            pol = make_policy("ethereal", rank, IPS, seed=seed, topology=topo, hosts=hosts,
+                              program=FakePin())
+            orders.add(tuple(rng_draws(pol.planner.rng)))
+        assert len(orders) == 3, seed
+
+
+def rng_draws(rng):
+    return [rng.random() for _ in range(4)]
 
 
 def test_ethereal_policy_splits_with_the_controller_planner():
@@ -149,9 +177,15 @@ def test_ethereal_policy_splits_with_the_controller_planner():
 
     topo = leaf_spine(2, 2, 3)
     hosts = [topo.host_by_rank(r).name for r in range(6)]
-    policy = make_policy("ethereal", 0, topology=topo, hosts=hosts)
+    ips = [topo.host_by_rank(r).ip for r in range(6)]
+    pins = FakePin()
+    policy = make_policy("ethereal", 0, ips, topology=topo, hosts=hosts, program=pins)
     # three equal flows to the other leaf over 2 uplinks: 2 whole + 1 split in 2 pieces
     plan = policy.plan({1: 8192, 3: 8192, 4: 8192, 5: 8192})
+    ep = FakeEndpoint(0, ips)
+    for peer, pieces in plan.items():
+        for p in pieces:
+            policy.prepare(SendQP(ep, peer, p.qp))
     assert len(plan[1]) == 1                      # rack-local: no balancing
     remote = plan[3] + plan[4] + plan[5]
     assert len(remote) == 4
@@ -159,7 +193,8 @@ def test_ethereal_policy_splits_with_the_controller_planner():
     for peer in (3, 4, 5):
         assert sum(p.nbytes for p in plan[peer]) == 8192
         for p in plan[peer]:
-            member = hashing.ecmp_member(topo.host_by_rank(0).ip, topo.host_by_rank(peer).ip,
-                                         17, p.entropy.next(), 4791, 2)
+            sport = pins.pins[ips[peer], SendQP(ep, peer, p.qp).dqpn]   # one QP per sub-flow
+            member = hashing.ecmp_member(ips[0], ips[peer], 17, sport, 4791, 2)
             per_uplink[member] += p.nbytes
-    assert per_uplink == [12288, 12288]           # Ethereal's equal split, via source ports
+    assert per_uplink == [12288, 12288]           # Ethereal's equal split, via pinned ports
+    assert (ips[1], SendQP(ep, 1, 0).dqpn) not in pins.pins   # rack-local: the QP's own port
