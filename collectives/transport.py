@@ -169,12 +169,7 @@ class SendQP:
         n = len(data)
         end = min(pos + mtu, n)
         first, last = pos == 0, end >= n
-        if write and self.ep.cfg.reliability == "ooo":
-            # every packet its own RDMA WRITE with a RETH: the receiver places it at its
-            # offset whatever order it arrives in (IRN does the same for out-of-order placement)
-            kind = wire.WRITE_ONLY
-            extra = wire.reth(offset + pos, msg_id, end - pos)
-        elif write:
+        if write:
             kind = (wire.WRITE_ONLY if last else wire.WRITE_FIRST) if first else \
                 (wire.WRITE_LAST if last else wire.WRITE_MIDDLE)
             extra = wire.reth(offset, msg_id, n) if first else b""
@@ -324,9 +319,11 @@ class RecvQP:
         self.expected = initial_psn(ep.cfg, peer, ep.rank, idx)
         self.nak_sent = False
         self.ooo: dict[int, tuple] = {}          # sr: buffered; ooo: SENDs waiting for order
-        self.seen: set[int] = set()              # ooo: PSNs past `expected` already received
+        self.seen: dict[int, int] = {}           # ooo: PSN -> opcode, past `expected`
         self.max_seen = wire.psn_add(self.expected, -1)
         self.naked = -1                          # ooo: the gap last declared lost
+        self.parts: dict[int, tuple] = {}        # ooo: first PSN -> (msg, va, bytes, mtu)
+        self.pending: dict[int, bytes] = {}      # ooo: WRITE packets before their FIRST
         self.msn = 0
         self.part: list[int] | None = None       # [msg_id, offset] of the WRITE in progress
         self.send_buf = bytearray()
@@ -385,6 +382,7 @@ class RecvQP:
         only when a packet `gap_threshold` PSNs past it has arrived; otherwise the sender's
         RTO declares it."""
         st = self.ep.stats
+        write = op in wire.WRITE_OPS
         if d > 0:
             if psn in self.seen:
                 st.duplicates += 1
@@ -394,21 +392,26 @@ class RecvQP:
             if d >= 4 * self.ep.cfg.window:
                 return
             st.out_of_order += 1
-            self.seen.add(psn)
-            if op == wire.WRITE_ONLY:
-                self._deliver(op, body)
+            self.seen[psn] = op
+            if write:
+                self._place(op, psn, body)
             else:
                 self.ooo[psn] = (op, bytes(body))
             if wire.psn_diff(psn, self.max_seen) > 0:
                 self.max_seen = psn
         else:
-            self._deliver(op, body)
+            if write:
+                self._place(op, psn, body)
+            else:
+                self._deliver(op, body)
+            self._passed(op)
             self.expected = wire.psn_add(self.expected, 1)
             while self.expected in self.seen:
-                self.seen.discard(self.expected)
+                passed = self.seen.pop(self.expected)
                 nxt = self.ooo.pop(self.expected, None)
                 if nxt is not None:
                     self._deliver(nxt[0], memoryview(nxt[1]))
+                self._passed(passed)
                 self.expected = wire.psn_add(self.expected, 1)
             if wire.psn_diff(self.expected, self.max_seen) > 0:
                 self.max_seen = wire.psn_add(self.expected, -1)
@@ -418,6 +421,38 @@ class RecvQP:
             self._ack(wire.AETH_NAK_PSN, self.expected, echo)
         elif ackreq:
             self._ack(wire.AETH_ACK, wire.psn_add(self.expected, -1), echo)
+
+    def _place(self, op: int, psn: int, body: memoryview) -> None:
+        """ooo: an RDMA WRITE packet goes to its offset now. Only a message's first packet
+        carries the RETH; a later one is at va + (its PSN - the first's) x the first packet's
+        length, so packets that arrive before their FIRST wait in `pending`."""
+        if op in (wire.WRITE_FIRST, wire.WRITE_ONLY):
+            va, msg, length = wire.RETH_HDR.unpack_from(body)
+            data = body[16:]
+            self.ep.place(self.peer, msg, va, data)
+            if op == wire.WRITE_FIRST and len(data):
+                part = (msg, va, length, len(data))
+                self.parts[psn] = part
+                for k in range(1, -(-length // len(data))):
+                    later = self.pending.pop(wire.psn_add(psn, k), None)
+                    if later is not None:
+                        self.ep.place(self.peer, msg, va + k * len(data), memoryview(later))
+            return
+        for first, (msg, va, length, mtu) in self.parts.items():
+            k = wire.psn_diff(psn, first)
+            if 0 < k < -(-length // mtu):
+                self.ep.place(self.peer, msg, va + k * mtu, body)
+                return
+        self.pending[psn] = bytes(body)
+
+    def _passed(self, op: int) -> None:
+        """ooo: the cumulative PSN moved past a packet; a message ends with its LAST/ONLY."""
+        if op in wire.LAST_OPS:
+            self.msn += 1
+            if len(self.parts) > 8:              # parts wholly behind `expected`
+                for first, (_, _, length, mtu) in list(self.parts.items()):
+                    if wire.psn_diff(self.expected, first) >= -(-length // mtu):
+                        del self.parts[first]
 
     def _ack(self, syndrome: int, psn: int, echo: tuple[int, bool]) -> None:
         """A standard ACK (BTH + AETH + ICRC): its UDP source port echoes the entropy of the

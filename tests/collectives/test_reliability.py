@@ -183,24 +183,10 @@ def test_the_retry_limit_raises_peer_unreachable():
 
 
 
-def _ooo_packets(n: int, start: int = 0xFFFFFE) -> list[tuple[int, int, bytes]]:
-    """What an `ooo` sender sends: each 256-byte packet a WRITE ONLY with its offset."""
-    return [(wire.WRITE_ONLY, wire.psn_add(start, i),
-             wire.reth(256 * i, 0, 256) + bytes([i]) * 256) for i in range(n)]
-
-
-def test_ooo_sender_puts_a_reth_on_every_packet():
-    ep, qp, _ = _sender("ooo")
-    qp.pump(0.0, 100)
-    frames = ep.take()
-    assert {f[0] for f in frames} == {wire.WRITE_ONLY}
-    assert [wire.RETH_HDR.unpack_from(f[2], 12)[0] for f in frames] == [0, 256, 512, 768]
-
-
 def test_ooo_receiver_places_reordered_packets_without_a_nak():
     ep = Recorder(reliability="ooo", window=8)
     qp = RecvQP(ep, 1, 0)
-    pkts = _ooo_packets(6)
+    pkts = _write_packets(6)
     for i in (0, 2, 3, 1, 5, 4):                  # reordered, nothing lost
         _deliver(qp, pkts[i], ackreq=True, sport=0xC000 + i)
     acks = _acks(ep.take())
@@ -211,12 +197,28 @@ def test_ooo_receiver_places_reordered_packets_without_a_nak():
     msg = ep.msgs[0]
     msg.post(256 * 6)
     assert msg.complete() and bytes(msg.buf) == b"".join(bytes([i]) * 256 for i in range(6))
+    assert qp.msn == 1
+
+
+def test_ooo_packets_before_their_first_wait_for_its_reth():
+    ep = Recorder(reliability="ooo", window=8)
+    qp = RecvQP(ep, 1, 0)
+    pkts = _write_packets(4)
+    for i in (2, 3, 1):                           # the FIRST (with the offset) comes last
+        _deliver(qp, pkts[i])
+    assert 0 not in ep.msgs and qp.pending
+    _deliver(qp, pkts[0], ackreq=True)
+    assert not qp.pending and ep.msgs[0].received == 4 * 256
+    msg = ep.msgs[0]
+    msg.post(256 * 4)
+    assert bytes(msg.buf) == b"".join(bytes([i]) * 256 for i in range(4))
+    assert _acks(ep.take())[-1][:2] == (wire.AETH_ACK, 1)
 
 
 def test_ooo_receiver_declares_a_loss_at_the_reordering_threshold():
     ep = Recorder(reliability="ooo", window=16, reorder_threshold=4)
     qp = RecvQP(ep, 1, 0)
-    pkts = _ooo_packets(8)
+    pkts = _write_packets(8)
     _deliver(qp, pkts[0])
     for i in (2, 3, 4):                           # PSN FFFFFF missing; 3 packets past it
         _deliver(qp, pkts[i])
