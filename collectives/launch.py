@@ -15,8 +15,11 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import grpc
+
 from ebpf import EbpfCompileError, EbpfUnavailable, Program, Spray, TcError
 
+from . import fabric_view
 from .lb import PROGRAMS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,13 +101,20 @@ def launch(ips: list[str], runs: list[dict], *, namespaces: list[str | None] | N
     namespaces = namespaces or [None] * len(ips)
     if len(namespaces) != len(ips):
         raise ValueError(f"{len(namespaces)} namespaces for {len(ips)} rank addresses")
+    view = None
+    if fabricd and policy == "ethereal":
+        try:
+            view = fabric_view.fetch(fabricd)
+        except grpc.RpcError as err:
+            raise LaunchError(f"cannot ask fabricd at {fabricd} for the fabric: "
+                              f"{err.code().name}") from None
     with attached(policy, ips, namespaces) as devs, \
             tempfile.TemporaryDirectory(prefix="collectives-") as tmp:
         procs = []
         for rank, ns in enumerate(namespaces):
             spec = {"ips": ips, "rank": rank, "runs": runs, "transport": transport or {},
                     "policy": policy, "topology": str(topology) if topology else None,
-                    "fabricd": fabricd, "dev": devs[rank], "qps": qps, "seed": seed,
+                    "fabric": view, "dev": devs[rank], "qps": qps, "seed": seed,
                     "port": port, "timeout": step_timeout, "join_timeout": join_timeout,
                     "results": str(Path(tmp) / f"rank{rank}.jsonl"),
                     "out": str(out_dir) if out_dir else None}

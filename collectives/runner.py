@@ -62,12 +62,12 @@ def matches(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.array_equal(got, want))
 
 
-def installed_routing(topo, fabricd: str | None):
+def installed_routing(topo, view: dict | None):
     """Ethereal's view of the paths: the fabric as fabricd installed it (links down left out),
-    not the topology file (controller.fabric_view)."""
-    if topo is None or not fabricd:
+    not the topology file (collectives.fabric_view)."""
+    if topo is None or not view:
         return None
-    return fabric_view.installed_routing(topo, fabricd)
+    return fabric_view.installed_routing(topo, view)
 
 
 def topology_hosts(path: str | None, ips: list[str]):
@@ -93,7 +93,7 @@ def run_spec(spec: dict) -> list[dict]:
     tcfg = transport_config(spec)
     rank = spec["rank"]
     topo, hosts = topology_hosts(spec.get("topology"), spec["ips"])
-    routing = installed_routing(topo, spec.get("fabricd"))
+    routing = installed_routing(topo, spec.get("fabric"))
     comm = Communicator(CommConfig(spec["ips"], rank, tcfg, spec.get("policy", "ecmp"),
                                    spec.get("qps", 1), spec.get("seed", 0),
                                    spec.get("port", 18515), spec.get("timeout", 60.0),

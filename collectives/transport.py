@@ -413,6 +413,7 @@ class RecvQP:
                     self._deliver(nxt[0], memoryview(nxt[1]))
                 self._passed(passed)
                 self.expected = wire.psn_add(self.expected, 1)
+                ackreq = True      # a filled gap: the sender learns at once what it covers
             if wire.psn_diff(self.expected, self.max_seen) > 0:
                 self.max_seen = wire.psn_add(self.expected, -1)
         if self.seen and self.naked != self.expected and \

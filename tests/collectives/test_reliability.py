@@ -239,3 +239,16 @@ def test_a_timeout_is_reported_to_the_policy_with_the_packet_that_timed_out():
     qp.on_ack(0xFFFFFF, wire.AETH_ACK, 0.001)     # two acknowledged; PSN 0 stalls
     qp.on_timer(1.0)
     assert seen == [(qp, 0)] and ep.stats.timeouts == 1
+
+
+def test_ooo_a_filled_gap_is_acknowledged_at_once():
+    """The packet that asked for an ACK overtook the gap: the ACK it got covered nothing new,
+    so the packet that fills the gap is acknowledged even without asking."""
+    ep = Recorder(reliability="ooo", window=8)
+    qp = RecvQP(ep, 1, 0)
+    pkts = _write_packets(3)
+    _deliver(qp, pkts[0])
+    _deliver(qp, pkts[2], ackreq=True)            # the message's LAST asks, early
+    assert [a[:2] for a in _acks(ep.take())] == [(wire.AETH_ACK, 0xFFFFFE)]
+    _deliver(qp, pkts[1])                         # the gap fills: everything is covered
+    assert [a[:2] for a in _acks(ep.take())] == [(wire.AETH_ACK, 0)]
