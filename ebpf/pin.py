@@ -27,7 +27,7 @@ class PinEntry:
     dst_ip: str
     dst_qp: int
     sport: int
-    generation: int   # how many times this QP was (re-)pinned, minus one
+    generation: int   # how many times this QP's port changed
     pkts: int         # data packets that left with the pin (all of its generations)
     bytes: int
 
@@ -44,11 +44,11 @@ class Pin(Program):
 
     def pin(self, dst_ip: str, dst_qp: int, sport: int) -> int:
         """Data packets to (dst_ip, dst_qp) leave with `sport` from now on; returns the pin's
-        generation (0 for a new pin, +1 for every re-pin)."""
+        generation (0 for a new pin, +1 for every change of its port)."""
         key = _key(dst_ip, dst_qp)
         check_port(sport, "source port")
         old = self.maps["pins"].get(key)
-        generation = 0 if old is None else old.generation + 1
+        generation = 0 if old is None else old.generation + (port_be(old.sport) != sport)
         if self.maps["pin_stats"].get(key) is None:
             self.maps["pin_stats"].set(key, PinStats(), libbpf.BPF_NOEXIST)
         self.maps["pins"].set(key, PinVal(port_be(sport), 0, generation))

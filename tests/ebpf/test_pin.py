@@ -41,6 +41,7 @@ def test_zero_udp_checksum_stays_zero(pin):
 def test_repin_bumps_generation_and_counts_on(pin):
     pin.pin(DST_IP, QP, 0xC001)
     pin.run(roce(1))
+    assert pin.pin(DST_IP, QP, 0xC001) == 0      # the same port again: not a re-pin
     assert pin.pin(DST_IP, QP, 0xC002) == 1
     assert sport_of(pin.run(roce(2)).data) == 0xC002
     assert pin.get(DST_IP, QP).pkts == 2
