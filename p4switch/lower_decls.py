@@ -120,10 +120,18 @@ class Declarations:
     def decl_header_decl(self, d):
         n = tok(d, "TYPE_IDENTIFIER")
         fields, annos = self.fields_of(d)
+        def allowed(ft, varbit=True):
+            st = T.strip(ft)
+            if isinstance(st, T.StructT):   # a struct of bit fields (P4_16 v1.2.2)
+                return all(allowed(x, varbit=False) for _, x in st.fields)
+            return isinstance(st, T.BitsT) or (varbit and isinstance(st, T.VarbitT)) or st is T.BOOL \
+                or (isinstance(st, T.EnumT) and st.base is not None)
         for fname, ft in fields:
-            if not isinstance(T.strip(ft), T.BitsT | T.VarbitT) and not (
-                    isinstance(T.strip(ft), T.EnumT) and T.strip(ft).base is not None) and T.strip(ft) is not T.BOOL:
+            if not allowed(ft):
                 raise Fail(d, f"header field '{fname}' has type {ft}, which is not allowed in a header")
+        kinds = {type(T.strip(ft)) for _, ft in fields}
+        if T.VarbitT in kinds and T.StructT in kinds:
+            raise Fail(d, "a header with both a varbit and a struct field is not supported by p4switch")
         t = T.HeaderT(n.value, fields, annotations_of(d))
         t.field_annotations = annos
         self.declare_type(n, t)

@@ -84,11 +84,12 @@ class V1Model:
                 out.append("    def _copy(self):")
                 out.append(f"        o = {cls}.__new__({cls})")
                 out.append("        o._v = self._v")
+                nested = {attr(f) for f, ft in t.fields if isinstance(T.strip(ft), T.StructT)}
                 for f in names:
-                    out.append(f"        o.{f} = self.{f}")
+                    out.append(f"        o.{f} = self.{f}" + ("._copy()" if f in nested else ""))
                 out.append("        return o")
                 out.append("    def _t(self):")
-                out.append(f"        return (self._v, {''.join('self.' + f + ', ' for f in names)})")
+                out.append(f"        return (self._v, {''.join('self.' + f + ('._t()' if f in nested else '') + ', ' for f in names)})")
                 # extraction at any bit offset; fields are cut from one big integer
                 out.append("    def _ext(self, pkt):")
                 out.append("        bo = pkt.bo")
@@ -97,7 +98,7 @@ class V1Model:
                 out.append("        v = int.from_bytes(pkt.data[bo >> 3:(end + 7) >> 3], 'big')")
                 out.append("        if end & 7: v >>= 8 - (end & 7)")
                 shift = width
-                for f, ft in ((attr(f), ft) for f, ft in ((attr(f), ft) for f, ft in t.fields)):
+                for f, ft in self.header_leaves(t):   # a struct field's fields, flattened
                     fw = T.bits_width(ft)
                     shift -= fw
                     part = f"(v >> {shift}) & {(1 << fw) - 1:#x}" if shift else f"v & {(1 << fw) - 1:#x}"
@@ -121,7 +122,7 @@ class V1Model:
                 out.append("    def _int(self):")
                 terms = []
                 shift = width
-                for f, ft in ((attr(f), ft) for f, ft in ((attr(f), ft) for f, ft in t.fields)):
+                for f, ft in self.header_leaves(t):
                     fw = T.bits_width(ft)
                     shift -= fw
                     code = f"(self.{f} & {(1 << fw) - 1:#x})"
@@ -154,6 +155,16 @@ class V1Model:
                 out.append("        return o")
                 out.append("    def _t(self):")
                 out.append(f"        return ({''.join('self.' + f + ('._t()' if self.is_composite(ft) else '') + ', ' for f, ft in ((attr(f), ft) for f, ft in t.fields))})")
+        return out
+
+    def header_leaves(self, t, prefix=""):
+        """[(attribute path, type)] of a header's fields in wire order, struct fields expanded."""
+        out = []
+        for f, ft in t.fields:
+            if isinstance(T.strip(ft), T.StructT):
+                out.extend(self.header_leaves(T.strip(ft), prefix + attr(f) + "."))
+            else:
+                out.append((prefix + attr(f), ft))
         return out
 
     def varbit_class(self, t, cls, names, too_short):
