@@ -1,24 +1,24 @@
-"""Packets/s forwarded between two namespaces through a p4switch process (L3 program, routes
-pushed over P4Runtime) beside the same UDP traffic through a Linux bridge, in one run.
+"""Packets/s forwarded between two namespaces over the same veths, in one run: through
+`p4switch run` on the native backend and on the Python backend (L3 program, routes pushed over
+P4Runtime), through BMv2's simple_switch_grpc when it is installed, and through a Linux bridge.
 
-Needs root. Prints one table; the ratio column is p4switch / bridge of delivered packets/s."""
+Needs root. Prints one table; the ratio column is delivered packets/s / the bridge's."""
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 
-from google.protobuf import text_format
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import p4runtime_sh.shell as sh  # noqa: E402
 
-import p4switch  # noqa: E402
-from p4switch.device.process import SwitchProcess  # noqa: E402
+from p4switch.device.process import compile_for, start_target  # noqa: E402
+from p4switch.native import available  # noqa: E402
 
 PROGRAM = ROOT / "tests" / "p4switch" / "device_programs" / "l3.p4"
 DURATION = float(os.environ.get("BENCH_SECONDS", "3"))
@@ -107,17 +107,16 @@ def measure(hosts, rate):
     return sent / DURATION, int(got) / max(float(span), 1e-9), int(got) / max(sent, 1)
 
 
-def through_p4switch(hosts, sw_ends, workdir):
-    info, config = p4switch.compile_program(str(PROGRAM))
-    (workdir / "p4info.txtpb").write_text(text_format.MessageToString(info))
-    (workdir / "config.bin").write_bytes(config)
+def through_switch(target, hosts, sw_ends, workdir):
+    """target: p4switch-native, p4switch-python or bmv2"""
+    config = sh.FwdPipeConfig(*compile_for(target, str(PROGRAM), str(workdir)))
     set_gateway_mac(hosts, GW_MAC)
-    args = ["--no-p4", "--device-id", "1", "-i", f"1@{sw_ends[1]}", "-i", f"2@{sw_ends[2]}",
-            "--queue-depth", "1024"]
-    with SwitchProcess(args) as switch:
+    switch = start_target(target, {1: sw_ends[1], 2: sw_ends[2]}, 1)
+    if target.startswith("p4switch"):
+        switch.args += ["--queue-depth", "1024"]
+    with switch:
         sh.setup(device_id=1, grpc_addr=switch.grpc_addr, election_id=(0, 1), verbose=False,
-                 config=sh.FwdPipeConfig(str(workdir / "p4info.txtpb"),
-                                         str(workdir / "config.bin")))
+                 config=config)
         try:
             for i in (1, 2):
                 te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.forward")
@@ -152,21 +151,28 @@ def through_bridge(hosts, sw_ends):
 def main():
     if os.geteuid() != 0:
         sys.exit("bench_forwarding needs root (network namespaces)")
+    targets = (["p4switch-native"] if available() else []) + ["p4switch-python"]
+    if shutil.which("simple_switch_grpc") and shutil.which("p4c-bm2-ss"):
+        targets.append("bmv2")
+    names = {"p4switch-native": "p4switch native", "p4switch-python": "p4switch python",
+             "bmv2": "simple_switch_grpc"}
     hosts, sw_ends = make_hosts()
+    runs = {}
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            p4 = through_p4switch(hosts, sw_ends, pathlib.Path(tmp))
+        for target in targets:
+            with tempfile.TemporaryDirectory() as tmp:
+                runs[names[target]] = through_switch(target, hosts, sw_ends, pathlib.Path(tmp))
         bridge = through_bridge(hosts, sw_ends)
     finally:
         for ns in hosts.values():
             sh_run("ip", "netns", "del", ns, check=False)
     print(f"\nUDP {PAYLOAD}-byte payloads, {DURATION:g} s per run, one Python sender; "
           "ratio = delivered pps / bridge's at the same offered load")
-    print(f"{'path':<20}{'offered':>10}{'offered pps':>14}{'delivered pps':>16}"
+    print(f"{'path (l3.p4)':<20}{'offered':>10}{'offered pps':>14}{'delivered pps':>16}"
           f"{'delivered %':>13}{'ratio':>8}")
     for i, rate in enumerate(RATES):
-        for name, runs in (("linux bridge", bridge), ("p4switch (l3.p4)", p4)):
-            offered, delivered, frac = runs[i]
+        for name, result in (("linux bridge", bridge), *runs.items()):
+            offered, delivered, frac = result[i]
             print(f"{name:<20}{(f'{rate}/s' if rate else 'flood'):>10}{offered:>14,.0f}"
                   f"{delivered:>16,.0f}{100 * frac:>12.1f}%{delivered / bridge[i][1]:>8.3f}")
 

@@ -84,12 +84,13 @@ class NativeSwitch(Switch):
             raise P4AssertionError(f"{'assert' if kind.value == 0 else 'assume'} failed at line {line.value}")
         if n < 0:
             raise RuntimeError("the outputs of one packet exceed the native backend's buffer")
-        out, off, raw = [], 0, self._out.raw
+        out, off, base = [], 0, ctypes.addressof(self._out)
         for i in range(n):
             port, length = self._meta[2 * i], self._meta[2 * i + 1]
-            out.append((port, raw[off:off + length]))
+            out.append((port, ctypes.string_at(base + off, length)))
             off += length
-        self._pull_digests()
+        if self.program.digests:
+            self._pull_digests()
         return out
 
     def bench_ns(self, port: int, data: bytes, count: int) -> float:
