@@ -222,7 +222,7 @@ class Calls:
         else:
             w(call)
         for tmp, target in copies or ():
-            w(f"for _a in type({tmp}).__slots__: setattr({target.code}, _a, getattr({tmp}, _a))")
+            self.overwrite(target.code, tmp, target.type, w)
         return Ex("None", T.VOID)
 
     def call_function(self, var, args, scope, w, ctx, where):

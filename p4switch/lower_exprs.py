@@ -165,9 +165,22 @@ class Expressions:
             # the caller holds this object: overwrite its contents rather than rebind the name
             tmp = self.fresh("c")
             w(f"{tmp} = {value_code}")
-            w(f"for _a in type({tmp}).__slots__: setattr({target.code}, _a, getattr({tmp}, _a))")
+            self.overwrite(target.code, tmp, target.type, w)
         else:
             w(f"{target.code} = {value_code}")
+
+    def overwrite(self, target_code, source_code, t, w):
+        """Copies the contents of one composite value into another object in place (the
+        object a caller holds), attribute by attribute."""
+        st = T.strip(t)
+        if isinstance(st, T.StackT):
+            names = ["h", "nxt"]
+        else:
+            names = (["_v"] if isinstance(st, T.HeaderT) else []) + [attr(f) for f, _ in st.fields]
+            if isinstance(st, T.HeaderT):
+                names += [f"_L_{attr(f)}" for f, ft in st.fields if isinstance(T.strip(ft), T.VarbitT)]
+        for n in names:
+            w(f"{target_code}.{n} = {source_code}.{n}")
 
     def copy_code(self, ex):
         if self.is_composite(ex.type) and ex.lv:
