@@ -296,3 +296,12 @@ def test_cli_dialect_option(tmp_path):
     assert run.returncode == 2 and f"{bad}:1: lpm key 'hdr.h.d:0x0a000000/8'" in run.stderr
     run = _stf_cli(STF_DIR / "lpm_basic.p4", bad)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_p4c_dialect_observes_only_the_ports_the_file_names():
+    text = "packet 0 00\nexpect 4\n"
+    _, strict = _run(text, RecordingSwitch([[(4, b"\x00"), (5, b"\x00")]]))
+    assert not strict.passed and "port 5, packet 0: unexpected packet" in strict.report
+    sw = RecordingSwitch([[(4, b"\x00"), (5, b"\x00")]])
+    result = StfRunner(sw, "x.stf", "p4c").run(parse_stf(text, "x.stf", "p4c"))
+    assert result.passed    # p4c's driver gives the switch no port 5 to send on
