@@ -15,12 +15,15 @@ STF_DIR = Path(__file__).parent / "stf"
 def _fake_p4c(tmp_path: Path) -> Path:
     samples = tmp_path / "p4c" / conformance.SAMPLES
     samples.mkdir(parents=True)
-    for name in ("exact_basic", "lpm_basic"):
-        shutil.copy(STF_DIR / f"{name}.p4", samples / f"{name}-bmv2.p4")
-        shutil.copy(STF_DIR / f"{name}.stf", samples / f"{name}-bmv2.stf")
+    for name in ("exact_basic", "exact_wrong"):
+        shutil.copy(STF_DIR / "exact_basic.p4", samples / f"{name}-bmv2.p4")
+        shutil.copy(STF_DIR / "exact_basic.stf", samples / f"{name}-bmv2.stf")
     # a wrong expectation: the packet leaves on another port
-    (samples / "lpm_basic-bmv2.stf").write_text(
-        (STF_DIR / "lpm_basic.stf").read_text().replace("expect ", "expect 1", 1))
+    (samples / "exact_wrong-bmv2.stf").write_text(
+        (STF_DIR / "exact_basic.stf").read_text().replace("expect 2", "expect 3", 1))
+    # lpm_basic.stf writes VALUE/LEN, which p4c's driver (the corpus's dialect) refuses
+    shutil.copy(STF_DIR / "lpm_basic.p4", samples / "lpm_basic-bmv2.p4")
+    shutil.copy(STF_DIR / "lpm_basic.stf", samples / "lpm_basic-bmv2.stf")
     (samples / "broken-bmv2.p4").write_text("header h_t { bit<8> a; }\nthis is not P4;\n")
     (samples / "broken-bmv2.stf").write_text("packet 0 00\n")
     (samples / "no_stf-bmv2.p4").write_text("")
@@ -30,7 +33,7 @@ def _fake_p4c(tmp_path: Path) -> Path:
 def test_corpus_selection(tmp_path):
     p4c = _fake_p4c(tmp_path)
     names = [p.stem for p in conformance.corpus(p4c)]
-    assert names == ["broken-bmv2", "exact_basic-bmv2", "lpm_basic-bmv2"]
+    assert names == ["broken-bmv2", "exact_basic-bmv2", "exact_wrong-bmv2", "lpm_basic-bmv2"]
     assert [p.stem for p in conformance.corpus(p4c, {"exact_basic-bmv2"})] == ["exact_basic-bmv2"]
 
 
@@ -39,10 +42,12 @@ def test_runner_prints_the_pass_table(tmp_path):
     run = subprocess.run([sys.executable, "-m", "p4switch.conformance", "--p4c-src", str(p4c),
                           "-q"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    rows = {line.split()[0]: line.split()[1] for line in run.stdout.splitlines()[1:4]}
-    assert rows == {"broken-bmv2": "error", "exact_basic-bmv2": "pass", "lpm_basic-bmv2": "fail"}
+    rows = {line.split()[0]: line.split()[1] for line in run.stdout.splitlines()[1:5]}
+    assert rows == {"broken-bmv2": "error", "exact_basic-bmv2": "pass", "exact_wrong-bmv2": "fail",
+                    "lpm_basic-bmv2": "error"}
     assert "broken-bmv2.p4:2:" in run.stdout
-    assert "stf: 1/3 pass" in run.stdout
+    assert "lpm_basic-bmv2.stf:1: lpm key 'hdr.h.d:0x0a000000/8'" in run.stdout
+    assert "stf: 1/4 pass" in run.stdout
 
 
 def test_p4info_comparison_ignores_ids_only():
