@@ -154,6 +154,7 @@ class SendQP:
         self.last_cnp = 0.0
         self.next_tx = 0.0
         self.sr_retx: dict[int, float] = {}
+        self.recover: int | None = None          # ooo: next_psn when the last timeout fired
         self.mtu = ep.cfg.mtu                    # the QP's path MTU (an IBTA MTU)
 
     # ---- queueing -----------------------------------------------------------------------
@@ -253,6 +254,13 @@ class SendQP:
                         p.done()
                 self.resend = max(0, self.resend - n)
                 self.backoff = self.retries = 0
+                if self.recover is not None:
+                    # ooo after a timeout (NewReno's partial ACK): what was sent before the
+                    # timeout and is still not covered is a hole, not reordering
+                    if self.inflight and wire.psn_diff(self.inflight[0].psn, self.recover) < 0:
+                        self._retransmit_first(now, 0.0)
+                    else:
+                        self.recover = None
         if nak:
             self.ep.stats.naks_received += 1
             if not self.inflight or self.inflight[0].psn != psn:
@@ -303,12 +311,14 @@ class SendQP:
         self.backoff = min(self.retries, 4)
         for hook in self.ep.timeout_hooks:     # the policy: Ethereal re-pins, REPS evicts
             hook(self, first.psn)
-        if self.ep.cfg.reliability == "sr":
-            self._retransmit_first(now, 0.0)
-        else:
-            # gbn rewinds; ooo too: a timeout means the window is stuck, and the receiver
-            # keeps what it placed (resent packets it already has are dropped as duplicates)
+        if self.ep.cfg.reliability == "gbn":
             self.resend = 0
+        else:
+            # sr and ooo resend the oldest packet; ooo then resends each further hole as the
+            # cumulative ACK reaches it (partial ACKs), one RTT per hole, nothing twice
+            self._retransmit_first(now, 0.0)
+            if self.ep.cfg.reliability == "ooo":
+                self.recover = self.next_psn
 
 
 class RecvQP:

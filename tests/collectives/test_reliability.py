@@ -252,3 +252,16 @@ def test_ooo_a_filled_gap_is_acknowledged_at_once():
     assert [a[:2] for a in _acks(ep.take())] == [(wire.AETH_ACK, 0xFFFFFE)]
     _deliver(qp, pkts[1])                         # the gap fills: everything is covered
     assert [a[:2] for a in _acks(ep.take())] == [(wire.AETH_ACK, 0)]
+
+
+def test_ooo_after_a_timeout_each_partial_ack_resends_the_next_hole():
+    ep, qp, _ = _sender("ooo", window=8, packets=8, min_rto=0.01)
+    qp.pump(0.0, 100)
+    ep.take()                                     # PSNs FFFFFE .. 5 in flight
+    qp.on_timer(1.0)                              # nothing acknowledged: the oldest again
+    assert [f[1] for f in ep.take()] == [0xFFFFFE]
+    qp.on_ack(1, wire.AETH_ACK, 1.01)             # it arrived; up to 1 covered, 2 is a hole
+    assert [f[1] for f in ep.take()] == [2]
+    qp.on_ack(5, wire.AETH_ACK, 1.02)             # everything covered: recovery ends
+    assert ep.take() == [] and qp.recover is None
+    assert ep.stats.retransmitted == 2 and ep.stats.timeouts == 1
