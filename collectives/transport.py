@@ -155,6 +155,7 @@ class SendQP:
         self.next_tx = 0.0
         self.sr_retx: dict[int, float] = {}
         self.recover: int | None = None          # ooo: next_psn when the last timeout fired
+        self.recover_at = 0.0                    # ooo: when it fired
         self.mtu = ep.cfg.mtu                    # the QP's path MTU (an IBTA MTU)
 
     # ---- queueing -----------------------------------------------------------------------
@@ -243,7 +244,7 @@ class SendQP:
             n = wire.psn_diff(covered, self.inflight[0].psn) + 1
             if 0 < n <= len(self.inflight):
                 last = self.inflight[n - 1]
-                if last.sends == 1:
+                if last.sends == 1 and self.recover is None:   # no samples across a stall
                     sample = now - last.sent_at
                     self.srtt = sample if not self.srtt else 0.875 * self.srtt + 0.125 * sample
                     self.rto = min(max(self.ep.cfg.min_rto, 4 * self.srtt), self.ep.cfg.max_rto)
@@ -256,9 +257,15 @@ class SendQP:
                 self.backoff = self.retries = 0
                 if self.recover is not None:
                     # ooo after a timeout (NewReno's partial ACK): what was sent before the
-                    # timeout and is still not covered is a hole, not reordering
-                    if self.inflight and wire.psn_diff(self.inflight[0].psn, self.recover) < 0:
+                    # timeout and is still not covered is a hole, not reordering. An ACK
+                    # sooner than half an RTT after the last resend was the originals' (as
+                    # Eifel tells): the timeout was spurious, nothing more is resent.
+                    if now - self.recover_at < self.srtt / 2:
+                        self.recover = None
+                    elif self.inflight and \
+                            wire.psn_diff(self.inflight[0].psn, self.recover) < 0:
                         self._retransmit_first(now, 0.0)
+                        self.recover_at = now
                     else:
                         self.recover = None
         if nak:
@@ -318,7 +325,7 @@ class SendQP:
             # cumulative ACK reaches it (partial ACKs), one RTT per hole, nothing twice
             self._retransmit_first(now, 0.0)
             if self.ep.cfg.reliability == "ooo":
-                self.recover = self.next_psn
+                self.recover, self.recover_at = self.next_psn, now
 
 
 class RecvQP:

@@ -14,7 +14,7 @@
 #include "sport.h"
 
 #ifndef REPS_CACHE
-#define REPS_CACHE 8 /* a power of two: ring indexes are masked */
+#define REPS_CACHE 32 /* a power of two: ring indexes are masked */
 #endif
 #ifndef REPS_SENT
 #define REPS_SENT 256 /* entropies remembered by PSN; a power of two >= the send window */

@@ -8,7 +8,7 @@ from . import libbpf
 from .addr import check_qp, check_range, ip_be
 from .program import Program
 
-REPS_CACHE = 8  # a power of two; passed to reps.c
+REPS_CACHE = 32  # a power of two >= the send window; passed to reps.c
 REPS_SENT = 256  # entropies remembered per PSN (a power of two >= the send window)
 DEFAULT_RANGE = (0xC000, 0x4000)  # RoCEv2 source ports 0xC000-0xFFFF
 

@@ -12,6 +12,8 @@ from ebpf_packets import (
     udp_checksum_valid,
 )
 
+from ebpf.reps import REPS_CACHE  # noqa: E402
+
 pytestmark = pytest.mark.ebpf
 
 LOCAL_QP = 0x000456
@@ -85,10 +87,11 @@ def test_only_the_marked_echo_is_lost(conn):
 
 
 def test_full_cache_drops_the_oldest(conn):
-    for i in range(10):
+    conn.add_connection(DST_IP, QP, LOCAL_QP, SRC_IP, ev_base=BASE, ev_count=REPS_CACHE + 2)
+    for i in range(REPS_CACHE + 2):
         receive(conn, BASE + i)
     state = conn.state(DST_IP, QP)
-    assert state.cache == tuple(BASE + i for i in range(2, 10))
+    assert state.cache == tuple(BASE + i for i in range(2, REPS_CACHE + 2))
     assert state.overwritten == 2
 
 
