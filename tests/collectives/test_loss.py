@@ -9,7 +9,7 @@ from collectives.launch import LaunchError, launch
 pytestmark = [pytest.mark.netns, pytest.mark.ebpf]
 
 
-@pytest.mark.parametrize("reliability", ["gbn", "sr"])
+@pytest.mark.parametrize("reliability", ["gbn", "sr", "ooo"])
 def test_every_collective_is_exact_under_5_percent_loss(bridge_net, tmp_path, reliability):
     net = bridge_net(4)
     prog = net.impair(drop=0.05)
@@ -23,7 +23,7 @@ def test_every_collective_is_exact_under_5_percent_loss(bridge_net, tmp_path, re
     prog.close()
 
 
-@pytest.mark.parametrize("reliability", ["gbn", "sr"])
+@pytest.mark.parametrize("reliability", ["gbn", "sr", "ooo"])
 def test_duplicated_packets_are_dropped_and_counted(bridge_net, tmp_path, reliability):
     net = bridge_net(4)
     prog = net.impair(duplicate=0.05)
