@@ -54,3 +54,19 @@ def test_run_takes_rank_addresses_from_a_topology_file(bridge_net):
 def test_bad_arguments_are_refused_before_anything_starts(args, message):
     res = CliRunner().invoke(main, ["run", *args])
     assert res.exit_code == 2 and message in res.output, res.output
+
+
+@pytest.mark.parametrize("policy", ["spray", "reps", "ethereal"])
+def test_a_policy_in_ebpf_stops_with_one_sentence_where_ebpf_cannot_load(monkeypatch, policy):
+    from collectives import launch
+    from ebpf import EbpfUnavailable, program
+
+    def unavailable():
+        raise EbpfUnavailable("kernel headers for 6.1.0 are missing: run `make setup`.")
+
+    monkeypatch.setattr(program, "_check_machine", unavailable)
+    monkeypatch.setattr(launch, "_loaded", {})
+    res = CliRunner().invoke(main, ["run", "--ips", "10.0.0.1,10.0.0.2", "--policy", policy])
+    assert res.exit_code == 1
+    assert res.output.strip() == (f"Error: policy {policy} runs in eBPF, which cannot be loaded "
+                                  "here: kernel headers for 6.1.0 are missing: run `make setup`.")
