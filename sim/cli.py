@@ -11,10 +11,14 @@ import click
 from tqdm import tqdm
 
 from collectives.cli import parse_size
+from collectives.results import format_table
 from controller.topology import Topology, TopologyError, leaf_spine, load
+from sim import calibration as cal
 from sim import report
 from sim.collective import POLICIES, Run
 from sim.fabric import LinkSpec, Transport
+from sim.ideas import multicast_allgather
+from sim.ideas import netreduce as run_netreduce
 from sim.workloads import ALGORITHMS, steps
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,5 +142,83 @@ def finish(rows: list[dict], jsonl: Path, png: Path, title: str) -> None:
     click.echo(report.table(rows))
     report.plot(rows, png, title)
     click.echo(f"\nsim: results in {jsonl}, plot in {png}")
+    if not all(r["ok"] for r in rows):
+        raise SystemExit(1)
+
+
+@main.command()
+@click.option("--demo-jsonl", type=click.Path(dir_okay=False, path_type=Path),
+              default=ROOT / "out" / "demo.jsonl", show_default=True,
+              help="The emulation's results (else the README's demo table is used).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=ROOT / "out" / "sim", show_default=True)
+def calibrate(demo_jsonl, out_dir):
+    """The `make demo` scenario (leafspine-2x2, 512 KiB per rank, 16 Mbit/s) in ns-3, CCT per
+    policy next to the emulation's."""
+    topo = load(ROOT / "controller" / "topologies" / "leafspine-2x2.yaml")
+    link = LinkSpec(cal.LINK_MBPS / 1e3, 0.0, cal.QUEUE)
+    transport = Transport(mtu=cal.MTU, window=cal.WINDOW, rto_s=cal.RTO_S, cc=False)
+    cases = [(coll, cal.SIZE, (), policy, 0) for _, coll in cal.CASES for policy in cal.POLICIES]
+    rows = run_cases(topo, cases, link, transport, out_dir / "calibration.jsonl")
+    emu, source = cal.emulation_cct_ms(demo_jsonl)
+    click.echo(f"\n{topo.name}, 4 ranks, 512KiB per rank, {cal.LINK_MBPS:g} Mbit/s, MTU "
+               f"{cal.MTU}, window {cal.WINDOW}; emulation from {source}\n")
+    click.echo(cal.table(rows, emu))
+
+
+@main.command()
+@click.option("--hosts", default="128,512", show_default=True,
+              help="Fabric sizes (leaf-spine, sqrt(hosts) leaves unless --leaves).")
+@click.option("--hosts-per-leaf", type=click.IntRange(1), default=16, show_default=True)
+@click.option("--shard", default="64KiB", show_default=True, help="Bytes each rank contributes.")
+@click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=ROOT / "out" / "sim", show_default=True)
+def multicast(hosts, hosts_per_leaf, shard, gbps, out_dir):
+    """Multicast Allgather vs ring Allgather: link traversals (and CCT) per fabric size."""
+    rows = []
+    sizes = [int(h) for h in hosts.split(",") if h]
+    for n in tqdm(sizes, desc="sim multicast", unit="fabric"):
+        topo = _per_leaf(n, hosts_per_leaf)
+        rows += multicast_allgather(topo, _sizes(shard)[0], LinkSpec(gbps), Transport())
+    _ideas_out(rows, out_dir / "multicast.jsonl", "shard-traversals")
+
+
+@main.command()
+@click.option("--hosts", default="16,64,256", show_default=True)
+@click.option("--hosts-per-leaf", type=click.IntRange(1), default=16, show_default=True)
+@click.option("--size", default="1MiB", show_default=True, help="Bytes per rank.")
+@click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=ROOT / "out" / "sim", show_default=True)
+def netreduce(hosts, hosts_per_leaf, size, gbps, out_dir):
+    """NetReduce (aggregation in the leaf) vs ring all-reduce: CCT and link traversals."""
+    rows = []
+    for n in tqdm([int(h) for h in hosts.split(",") if h], desc="sim netreduce", unit="fabric"):
+        topo = _per_leaf(n, hosts_per_leaf)
+        rows += run_netreduce(topo, _sizes(size)[0], LinkSpec(gbps), Transport())
+    _ideas_out(rows, out_dir / "netreduce.jsonl", "buffer-traversals")
+
+
+def _per_leaf(n: int, per_leaf: int) -> Topology:
+    per_leaf = min(per_leaf, n)
+    if n % per_leaf:
+        raise click.BadParameter(f"{n} hosts are not a multiple of {per_leaf} per leaf")
+    leaves = n // per_leaf
+    return leaf_spine(leaves, max(leaves, 2) if leaves > 1 else 1, per_leaf)
+
+
+def _ideas_out(rows: list[dict], jsonl: Path, unit: str) -> None:
+    report.write_jsonl(rows, jsonl)
+    head = ["idea", "hosts", "run", "CCT us", unit, "formula", "baseline / this", "exact"]
+    lines = []
+    for r in rows:
+        base = next(b for b in rows if b["hosts"] == r["hosts"] and "baseline" in b["run"])
+        lines.append([r["idea"], str(r["hosts"]), r["run"], f"{r['cct_s'] * 1e6:.1f}",
+                      f"{r['traversals']:.1f}", f"{r['formula']:.1f}",
+                      f"{base['traversals'] / r['traversals']:.3f}x",
+                      "yes" if r["ok"] else "NO"])
+    click.echo("\n" + format_table(head, lines))
+    click.echo(f"\nsim: results in {jsonl}")
     if not all(r["ok"] for r in rows):
         raise SystemExit(1)
