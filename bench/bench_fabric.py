@@ -5,8 +5,13 @@ Traffic kinds, measured side by side in one run on one leaf configuration:
   pinned      the same flows, each with an exact path_pin entry
   sprayed     round-robin spraying group (register read/write per packet)
   multicast   one packet to a group of 4 replicas (one input, 3 outputs)
-  aggregation NetReduce contributions of 4 workers (32 register read/add/writes each;
-              every 4th packet completes a slot and is multicast to the 4 workers)
+  switchml    SwitchML-style contributions of 4 workers (opcode 0xC0, 32 values: register
+              read/add/writes each; every 4th packet completes a slot, multicast to the 4)
+  netreduce   NetReduce contributions of 4 workers inside RC connections (256 values per
+              1 KiB RDMA WRITE packet; the controller's entries; every 4th packet completes
+              a slot and is multicast to the 4 workers as WRITE ONLY with a new ICRC)
+"values/s" = aggregated int32 per second (packets/s x values per packet), the rate that
+compares the two designs.
 """
 from __future__ import annotations
 
@@ -20,10 +25,19 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "p4src"))
 
 import fabric_testlib as lib  # noqa: E402
+from p4.v1 import p4runtime_pb2  # noqa: E402
 from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
 
 import p4switch  # noqa: E402
+from collectives import netreduce as nr  # noqa: E402
+from collectives import wire  # noqa: E402
+from controller import install_fabric  # noqa: E402
+from controller.install import plan_switches  # noqa: E402
+from controller.install_intent import Intent  # noqa: E402
+from controller.netreduce import NetReducePlanner, entries  # noqa: E402
+from controller.p4rt import Schema  # noqa: E402
+from p4switch.runtime.pipeline import Pipeline  # noqa: E402
 
 SECONDS = 1.5      # per case, split over ROUNDS interleaved rounds
 ROUNDS = 5
@@ -79,14 +93,73 @@ def setup_aggregation(sw, workers=4, slots=64):
     return packets
 
 
+NR_TOPO = "name: bench\nkind: leaf-spine\nleaves: 2\nspines: 2\nhosts_per_leaf: 4\n"
+
+
+class NetReduceStream:
+    """Contributions of 4 workers on leaf1, packet after packet of their RC connections
+    (a FIRST with RETH every 4 packets), numbered on forever so that no round repeats."""
+
+    def __init__(self, compiled):
+        info, config = compiled
+        intent = Intent.from_yaml(NR_TOPO, slot_capacity=1024, max_workers=32)
+        self.topo = intent.topo
+        self.workers = ["h1", "h2", "h3", "h4"]
+        job = NetReducePlanner(self.topo).create(7, "bench", self.workers, credits=8)
+        self.pipe = Pipeline(p4runtime_pb2.ForwardingPipelineConfig(
+            p4info=info, p4_device_config=config), None)
+        schema = Schema(info)
+        state = install_fabric.switch_state(self.topo, plan_switches(intent)["leaf1"])
+        tables, groups = entries(self.topo, job)["leaf1"]
+        for e in [*state.table_entries, *tables]:
+            kind = p4runtime_pb2.Update.MODIFY if e.default else p4runtime_pb2.Update.INSERT
+            self.pipe.write(p4runtime_pb2.Update(type=kind, entity=e.to_proto(schema)))
+        for g in [*state.multicast_groups, *groups]:
+            self.pipe.write(p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT,
+                                                 entity=g.to_proto()))
+        self.sw = self.pipe.sw
+        self.g = 0
+        self.payload = bytes(range(256)) * 4
+
+    def __call__(self):
+        """The next 4 x 8 packets (8 packet numbers of every worker)."""
+        batch = []
+        for g in range(self.g, self.g + 8):
+            for r, w in enumerate(self.workers):
+                h = self.topo.host(w)
+                qpn, _ = nr.aggregator_qpns(r, 7)
+                psn = g & wire.PSN_MASK
+                if g % nr.MSG_PKTS == 0:
+                    roce = wire.bth(wire.WRITE_FIRST, qpn, psn) + \
+                        wire.reth(g * nr.PKT_BYTES, 7, nr.MSG_BYTES)
+                else:
+                    roce = wire.bth(wire.WRITE_MIDDLE, qpn, psn)
+                batch.append((h.leaf_port, frame(h, "10.0.1.253", roce + self.payload)))
+        self.g += 8
+        return batch
+
+
+def frame(h, dst, roce):
+    ip = bytearray(wire.frame(bytes(map(int, h.ip.split("."))), bytes(map(int, dst.split("."))),
+                              0xC001, 1, 0, roce))
+    total = sum(int.from_bytes(ip[i:i + 2], "big") for i in range(0, 20, 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    ip[10:12] = (~total & 0xFFFF).to_bytes(2, "big")
+    return bytes.fromhex(h.gateway_mac.replace(":", "") + h.mac.replace(":", "")) + \
+        b"\x08\x00" + bytes(ip)
+
+
 def timed(sw, packets, seconds):
-    """Packets processed and outputs produced in about `seconds` of wall time."""
+    """Packets processed and outputs produced in about `seconds` of wall time; `packets` is
+    a list sent again and again, or a callable giving the next batch."""
     done = outputs = 0
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
-        for port, data in packets:
+        batch = packets() if callable(packets) else packets
+        for port, data in batch:
             outputs += len(sw.process(port, data))
-        done += len(packets)
+        done += len(batch)
     return done, outputs, time.perf_counter() - start
 
 
@@ -107,7 +180,10 @@ def main() -> None:
     sw = fresh(compiled)
     cases.append(("multicast (3 copies)", sw, setup_mcast(sw)))
     sw = fresh(compiled)
-    cases.append(("aggregation (4 workers, K=32)", sw, setup_aggregation(sw)))
+    cases.append(("switchml (4 workers, 32 values)", sw, setup_aggregation(sw)))
+    stream = NetReduceStream(compiled)
+    cases.append(("netreduce (4 workers, 256 values)", stream.sw, stream))
+    values = {cases[-2][0]: 32, cases[-1][0]: nr.VALUES}
 
     # Interleaved rounds, median per case: other load on the machine hits every case alike.
     rates = {name: [] for name, _, _ in cases}
@@ -119,9 +195,15 @@ def main() -> None:
             fanout[name] = outputs / done
     median = {name: statistics.median(r) for name, r in rates.items()}
     base = median[cases[0][0]]
-    print(f"\n{'traffic':<32}{'packets/s':>12}{'outputs/pkt':>13}{'vs routed':>11}")
+    print(f"\n{'traffic':<36}{'packets/s':>12}{'outputs/pkt':>13}{'vs routed':>11}"
+          f"{'values/s':>12}")
     for name, _, _ in cases:
-        print(f"{name:<32}{median[name]:>12,.0f}{fanout[name]:>13.2f}{median[name] / base:>10.2f}x")
+        rate = f"{median[name] * values[name]:>12,.0f}" if name in values else ""
+        print(f"{name:<36}{median[name]:>12,.0f}{fanout[name]:>13.2f}"
+              f"{median[name] / base:>10.2f}x{rate}")
+    sml, nrd = cases[-2][0], cases[-1][0]
+    print(f"\nnetreduce vs switchml: {median[nrd] / median[sml]:.2f}x the packets/s, "
+          f"{median[nrd] * values[nrd] / (median[sml] * values[sml]):.2f}x the values/s")
 
 
 if __name__ == "__main__":

@@ -3,15 +3,15 @@ RoCE reliable connections.
 
 Each worker keeps one RC connection (QP index = job id & 0xFF) with its aggregator, the
 address of its leaf (`fabricctl job create` says which). It writes its vector as RDMA WRITE
-messages of MSG_PKTS packets of 256 bytes (64 int32, the path MTU of that QP); only the
+messages of MSG_PKTS packets of 1 KiB (256 int32, the path MTU of that QP); only the
 first packet of a message carries metadata, in its RETH as a RoCE NIC would accept it:
-`rkey` = the job id (the aggregator's memory key for the job), `va` = 256 x the packet
+`rkey` = the job id (the aggregator's memory key for the job), `va` = 1024 x the packet
 number of that first packet on the connection (its address in the job's buffer). The switch
 learns from it the connection's anchor PSN and maps every later packet by (QP, PSN) to a
 slot (p4src/README.md, "NetReduce").
 
 The sum comes back as RDMA WRITE ONLY packets on the reverse direction of the same
-connection: PSN = packet number (the aggregator's initial PSN is 0), RETH va = 256 x packet
+connection: PSN = packet number (the aggregator's initial PSN is 0), RETH va = 1024 x packet
 number, rkey = job id. The worker acknowledges them like any RC responder (go-back-N: in
 order, a NAK at the first gap); the switch turns that ACK into the ACK of the worker's own
 contributions up to the same packet. So loss of a contribution, a result or an ACK ends in
@@ -22,9 +22,9 @@ at most `credits` messages outstanding and posts message m + credits only once i
 of message m's result. The switch refuses a new message beyond the job's credits (register
 nr_credit), so a misbehaving worker cannot take another job's slots.
 
-float32: SwitchML's per-block exponent. For each 64-value block the workers agree (a ring
-Allgather of one int16 per block) on e = the largest binary exponent of the block among
-all workers (max |x| < 2^e) and send round(x * 2^s), s = 30 - ceil(log2 N) - e. The integer
+float32: SwitchML's per-block exponent. For each 256-value block (one packet) the workers
+agree (a ring Allgather of one int16 per block) on e = the largest binary exponent of the
+block among all workers (max |x| < 2^e) and send round(x * 2^s), s = 30 - ceil(log2 N) - e. The integer
 sum cannot overflow (|sum| < N 2^(e+s) <= 2^30) and each element of the result is within
 N * 2^-(s+1) = N * 2^(e + ceil(log2 N) - 31) of the exact sum, plus float32 rounding of the
 result (see `float_error_bound`).
@@ -41,8 +41,8 @@ from . import algorithms, wire
 from .comm import Communicator
 from .transport import KIND_ACK, KIND_DATA, RecvQP, SendOp
 
-VALUES = 64                  # int32 per packet
-PKT_BYTES = 4 * VALUES       # 256 B, the smallest IBTA MTU
+VALUES = 256                 # int32 per packet
+PKT_BYTES = 4 * VALUES       # 1 KiB, the IBTA MTU of the transport's default
 MSG_PKTS = 4                 # packets per message (p4src: NR_MSG_SHIFT)
 MSG_BYTES = MSG_PKTS * PKT_BYTES
 DEFAULT_CREDITS = 8

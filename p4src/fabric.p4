@@ -473,7 +473,7 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
                     hdr.reth.setValid();
                     hdr.reth.va = (bit<64>)g << NR_PKT_SHIFT;
                     hdr.reth.rkey = meta.nr_rkey;
-                    hdr.reth.dmaLen = 256;
+                    hdr.reth.dmaLen = NR_PKT_BYTES;
                     hdr.ipv4.totalLen = NR_LEN_RETH;
                     hdr.udp.length_ = NR_LEN_RETH - 20;
                     hdr.udp.checksum = 0;

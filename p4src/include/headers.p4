@@ -105,7 +105,7 @@ header entropy_echo_t {
     bit<8>  reserved;
 }
 
-/* NetReduce: the payload of one RDMA WRITE packet, 64 int32 (two's complement, big-endian). */
+/* NetReduce: the payload of one RDMA WRITE packet, 256 int32 (two's complement, big-endian). */
 header nr_values_t {
     NR_FOR_EACH(NR_FIELD)
 }

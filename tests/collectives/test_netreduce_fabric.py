@@ -118,7 +118,7 @@ def _float_bound(inputs):
 @pytest.mark.parametrize("workers", [["h1", "h2"], ["h1", "h2", "h3", "h4"]],
                          ids=["2-on-leaf1", "4-on-leaf1"])
 def test_one_leaf_exact_under_loss_and_duplication(fabric, tmp_path, workers):
-    job, rows, counters = _run(fabric, tmp_path, workers, ("int32", "float32"), 3000)
+    job, rows, counters = _run(fabric, tmp_path, workers, ("int32", "float32"), 20000)
     assert job["switches"] == ["leaf1"] and set(job["addresses"]) == {"10.0.1.253"}
     assert counters.dropped > 0 and counters.duplicated > 0
     assert sum(r["packets_retransmitted"] for r in rows) > 0
@@ -128,7 +128,7 @@ def test_one_leaf_exact_under_loss_and_duplication(fabric, tmp_path, workers):
 @pytest.mark.parametrize("workers", [["h1", "h2", "h5"], [f"h{i}" for i in range(1, 9)]],
                          ids=["3-on-2-leaves", "8-on-2-leaves"])
 def test_two_leaves_and_a_spine_exact_under_loss_and_duplication(fabric, tmp_path, workers):
-    job, rows, counters = _run(fabric, tmp_path, workers, ("int32", "float32"), 3000)
+    job, rows, counters = _run(fabric, tmp_path, workers, ("int32", "float32"), 20000)
     assert job["switches"] == ["leaf1", "leaf2", "spine1"]
     assert [s["children"] for s in job["stages"]] == [
         sum(fabric.topo.host(w).leaf == "leaf1" for w in workers),
