@@ -217,7 +217,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
     title = (f"{topo.name}, {len(topo.hosts)} ranks, {size} per rank, {reliability}, "
              f"links {_speed(link_mbps)}")
     click.echo(f"\n{title}\n")
-    click.echo(table(rows))
+    click.echo(table(rows, link_mbps))
     if failed:
         click.echo(f"\nA leaf-spine link fails in the middle of {failure_collective} ({size} per "
                    f"rank): silently (the switches drop, fabricd is not told), then announced "

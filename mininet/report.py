@@ -8,6 +8,24 @@ from pathlib import Path
 
 from collectives.results import format_table
 
+# RoCE v2 bytes around each packet's payload: Ethernet 14, IPv4 20, UDP 8, BTH 12, ICRC 4
+_HEADERS = 58
+_MTU = 1024                       # the transport's default RoCE payload per packet
+# per rank, the share of its buffer a bandwidth-optimal algorithm must send over its link
+_SENT = {"allreduce": lambda n: 2 * (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
+         "allgather": lambda n: (n - 1) / n, "reducescatter": lambda n: (n - 1) / n}
+
+
+def link_bound_s(row: dict, link_mbps: float | None) -> float | None:
+    """The CCT the link rate allows: the bytes each rank must put on its link (payload of a
+    bandwidth-optimal algorithm plus RoCE headers per MTU packet) over the link rate."""
+    share = _SENT.get(row["collective"])
+    if not link_mbps or share is None:
+        return None
+    size = {"int32": 4, "float32": 4, "int64": 8, "float64": 8, "float16": 2}.get(row.get("dtype"), 4)
+    payload = share(row["ranks"]) * row["elements"] * size
+    return payload * (1 + _HEADERS / _MTU) * 8 / (link_mbps * 1e6)
+
 
 def cct_by_run(rows: list[dict]) -> dict[tuple[str, str], list[float]]:
     """(collective/algo, policy) -> one CCT per launch and run: the slowest rank's."""
@@ -28,8 +46,11 @@ def totals(rows: list[dict], field: str) -> dict[tuple[str, str], int]:
     return out
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict], link_mbps: float | None = None) -> str:
+    """One line per collective and policy; `bound ms` and `vs ideal` compare the median CCT
+    with the link-rate bound (link_bound_s) when the links are paced."""
     ccts = cct_by_run(rows)
+    bounds = {(f"{r['collective']}/{r['algo']}", r["policy"]): link_bound_s(r, link_mbps) for r in rows}
     imbalance = defaultdict(list)
     for r in rows:
         if r["rank"] == 0:
@@ -40,15 +61,19 @@ def table(rows: list[dict]) -> str:
     ok = defaultdict(lambda: True)
     for r in rows:
         ok[(f"{r['collective']}/{r['algo']}", r["policy"])] &= r["ok"]
-    head = ["collective", "policy", "runs", "CCT median ms", "min", "max", "vs ecmp",
+    head = ["collective", "policy", "runs", "CCT median ms", "min", "max", "bound ms", "vs ideal",
+            "vs ecmp",
             "reorderings", "retx", "timeouts", "ICRC errors", "busiest uplink", "exact"]
     lines = []
     for (coll, policy), values in ccts.items():
         med = statistics.median(values)
         base = ccts.get((coll, "ecmp"))
         ratio = f"{med / statistics.median(base):.2f}x" if base else "-"
+        bound = bounds.get((coll, policy))
         lines.append([coll, policy, str(len(values)), f"{med * 1e3:.1f}",
-                      f"{min(values) * 1e3:.1f}", f"{max(values) * 1e3:.1f}", ratio,
+                      f"{min(values) * 1e3:.1f}", f"{max(values) * 1e3:.1f}",
+                      f"{bound * 1e3:.1f}" if bound else "-", f"{med / bound:.2f}x" if bound else "-",
+                      ratio,
                       str(reorder[(coll, policy)]), str(retx[(coll, policy)]),
                       str(timeouts[(coll, policy)]), str(icrc[(coll, policy)]),
                       f"{statistics.median(imbalance[(coll, policy)]):.2f}x mean",

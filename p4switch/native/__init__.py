@@ -17,4 +17,4 @@ def unavailable_reason() -> str:
 
 def default_backend() -> str:
     """What `p4switch run` and `p4switch stf` use without --backend."""
-    return "python"
+    return "native" if available() else "python"

@@ -24,6 +24,7 @@ def test_demo_runs_every_policy_and_idea(tmp_path, target):
     assert {r["policy"] for r in rows} == {"ecmp", "spray", "reps", "ethereal"}
     assert all(r["ok"] for r in rows) and len(rows) == 4 * 4
     assert (tmp_path / "demo-cct.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "vs ideal" in out.stdout and "bound ms" in out.stdout, out.stdout[-3000:]
     for line in ("allgather multicast 239.1.", "in leaf1's registers",
                  "isolation: ping across slices", "exit 5: fabricctl: RESOURCE_EXHAUSTED"):
         assert line in out.stdout, out.stdout[-3000:]
