@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(mininet bridge-utils iproute2 iputils-ping python3-bpfcc bpfcc-tools bpftool
-              linux-headers-amd64 python3-venv python3-dev cpp libbpf1 tcpdump)
+              linux-headers-amd64 python3-venv python3-dev cpp libbpf1 tcpdump ethtool)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
