@@ -429,11 +429,11 @@ def netreduce() -> list[str]:
     lines += results(1, True, only="h1")
     h = topo.host("h1")
     _, ack_qpn = nr.aggregator_qpns(0, NR_JOB)
-    ack = wire.bth(wire.ACKNOWLEDGE, ack_qpn, 1) + wire.aeth_echo(wire.AETH_ACK, 2, 0xC001, 0)
+    ack = wire.bth(wire.ACKNOWLEDGE, ack_qpn, 1) + wire.aeth(wire.AETH_ACK, 2)
     lines += packet(h.leaf_port, roce_frame(h.mac, h.gateway_mac, h.ip, agg, ack),
                     "h1 acknowledges results up to packet 1: the ACK of its own PSN 0x00FFFF")
     back = wire.bth(wire.ACKNOWLEDGE, reply_ack, (ipsn["h1"] + 1) & wire.PSN_MASK) + \
-        wire.aeth_echo(wire.AETH_ACK, 2, 0xC001, 0)
+        wire.aeth(wire.AETH_ACK, 2)
     lines += expect(h.leaf_port, roce_frame(topo.switch("leaf1").port_mac(h.leaf_port), h.mac,
                                             agg, h.ip, back))
     return lines + ["", "check_counter nr_events(0) packets == 4",

@@ -109,8 +109,9 @@ class Fabric:
 
     def ack(self, w, g, syndrome=wire.AETH_ACK, echo=True):
         _, ack_qpn = nr.aggregator_qpns(self.rank(w), JOB)
-        aeth = wire.aeth_echo(syndrome, 1, 0xC005, 0)
-        roce = wire.bth(wire.ACKNOWLEDGE, ack_qpn, g) + (aeth if echo else aeth[:4])
+        # a standard ACK, or one with 4 more bytes after the AETH (an entropy echo)
+        roce = wire.bth(wire.ACKNOWLEDGE, ack_qpn, g) + wire.aeth(syndrome, 1) + \
+            (b"\xc0\x05\x00\x00" if echo else b"")
         return self.from_host(w, bytes(roce))
 
 
