@@ -12,10 +12,10 @@ from __future__ import annotations
 import sys
 import time
 
-from controller import ethereal, loads, steps
-from controller import topology as t
-from controller.routing import Routing
 from controller.vclos import AllocationError, VClosAllocator
+from fabricmodel import ethereal, loads, steps
+from fabricmodel import topology as t
+from fabricmodel.routing import Routing
 
 WHOLE_A2A_MAX_FLOWS = 1_100_000
 JOB_HOSTS = 32

@@ -37,6 +37,7 @@ from controller.install import plan_switches  # noqa: E402
 from controller.install_intent import Intent  # noqa: E402
 from controller.netreduce import NetReducePlanner, entries  # noqa: E402
 from controller.p4rt import Schema  # noqa: E402
+from fabricmodel import rocev2  # noqa: E402
 from p4switch.runtime.pipeline import Pipeline  # noqa: E402
 
 SECONDS = 1.5      # per case, split over ROUNDS interleaved rounds
@@ -130,10 +131,10 @@ class NetReduceStream:
                 qpn, _ = nr.aggregator_qpns(r, 7)
                 psn = g & wire.PSN_MASK
                 if g % nr.MSG_PKTS == 0:
-                    roce = wire.bth(wire.WRITE_FIRST, qpn, psn) + \
+                    roce = wire.bth(rocev2.WRITE_FIRST, qpn, psn) + \
                         wire.reth(g * nr.PKT_BYTES, 7, nr.MSG_BYTES)
                 else:
-                    roce = wire.bth(wire.WRITE_MIDDLE, qpn, psn)
+                    roce = wire.bth(rocev2.WRITE_MIDDLE, qpn, psn)
                 batch.append((h.leaf_port, frame(h, "10.0.1.253", roce + self.payload)))
         self.g += 8
         return batch

@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from collectives.launch import LaunchError, launch  # noqa: E402
+from ebpf.impair import Impair  # noqa: E402
 
 MiB = 1 << 20
 
@@ -29,8 +30,6 @@ def sh(*args: str) -> None:
 def _impair(ns: list[str], tag: str, drop: float):
     """ebpf/impair on both ranks' ingress (real drops); None when eBPF is unavailable."""
     try:
-        from ebpf.impair import Impair
-
         prog = Impair.load()
     except Exception as exc:  # bcc missing or no kernel headers: the lossless rows stand
         print(f"(loss rows skipped: {exc})")

@@ -5,6 +5,8 @@ import sys
 
 import click
 
+from fabricmodel.topology import TopologyError, load
+
 from .launch import LaunchError, launch
 from .lb import POLICIES
 from .results import read_jsonl, summary, write_jsonl
@@ -115,8 +117,6 @@ def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy,
 
 
 def _topology_ips(path: str, ranks: int | None) -> list[str]:
-    from controller.topology import TopologyError, load
-
     try:
         topo = load(path)
     except (TopologyError, OSError) as exc:

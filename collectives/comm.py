@@ -26,10 +26,10 @@ class CommConfig:
     port: int = DEFAULT_PORT
     timeout: float = 60.0            # one collective step
     join_timeout: float = 15.0
-    topology: object = None          # controller.topology.Topology, for Ethereal
+    topology: object = None          # fabricmodel.topology.Topology, for Ethereal
     hosts: list[str] | None = None   # host name of every rank in `topology`
     dev: str | None = None           # this rank's interface: its policy's eBPF program is there
-    routing: object = None           # controller.routing.Routing of the fabric as installed
+    routing: object = None           # fabricmodel.routing.Routing of the fabric as installed
 
     def __post_init__(self) -> None:
         if len(set(self.ips)) != len(self.ips) or not self.ips:

@@ -3,7 +3,7 @@ ports (spraying, REPS, Ethereal's pins) are chosen on the path by the tc program
 never here."""
 from __future__ import annotations
 
-from controller.hashing import connection_sport
+from fabricmodel.hashing import connection_sport
 
 
 def derived_sport(*key: object) -> int:

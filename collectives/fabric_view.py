@@ -11,8 +11,8 @@ import grpc
 
 from controller.proto import fabric_pb2 as api
 from controller.proto import fabric_pb2_grpc
-from controller.routing import Routing
-from controller.topology import Hop, Topology
+from fabricmodel.routing import Routing
+from fabricmodel.topology import Hop, Topology
 
 
 class InstalledRouting(Routing):

@@ -16,13 +16,7 @@ from scapy.fields import (
 )
 from scapy.packet import Packet, bind_layers
 
-# IBTA reserves opcodes 0xC0-0xFF for manufacturer-specific use; the aggregation protocol
-# takes the first one so that ordinary RoCE traffic is never parsed as aggregation.
-AGG_OPCODE = 0xC0
-AGG_VALUES = 32  # int32 values per aggregation packet (K)
-
-AGG_FLAG_RESULT = 0x01  # set by the switch on the aggregated result
-AGG_FLAG_VERSION = 0x02  # which of the slot's two sets (SwitchML's odd/even) the chunk uses
+from fabricmodel.rocev2 import AGG_VALUES, AGGREGATION, RBCAST, WRITE_FIRST, WRITE_ONLY
 
 
 class Aggregation(Packet):
@@ -42,9 +36,6 @@ class Aggregation(Packet):
     ]
 
 
-REPS_FLAG_ECE = 0x01  # the acknowledged data packet arrived with ECN CE set
-
-
 class EntropyEcho(Packet):
     """Carried after the AETH of every ACK: the UDP source port (entropy) of the data packet
     that this ACK acknowledges, and whether that packet was congestion-marked. REPS recycles
@@ -58,7 +49,7 @@ class EntropyEcho(Packet):
     ]
 
 
-bind_layers(BTH, Aggregation, opcode=AGG_OPCODE)
+bind_layers(BTH, Aggregation, opcode=AGGREGATION)
 bind_layers(AETH, EntropyEcho)
 
 
@@ -73,10 +64,6 @@ class RETH(Packet):
         XIntField("rkey", 0),
         IntField("dma_len", 0),
     ]
-
-
-RBCAST_OPCODE = 0xC1  # next manufacturer-specific opcode after the aggregation header
-RBCAST_FLAG_LAST = 0x01  # the root's last chunk of its shard
 
 
 class ReliableBroadcast(Packet):
@@ -94,6 +81,6 @@ class ReliableBroadcast(Packet):
     ]
 
 
-for _op in (0x06, 0x0A):  # RC RDMA WRITE FIRST / ONLY
+for _op in (WRITE_FIRST, WRITE_ONLY):
     bind_layers(BTH, RETH, opcode=_op)
-bind_layers(BTH, ReliableBroadcast, opcode=RBCAST_OPCODE)
+bind_layers(BTH, ReliableBroadcast, opcode=RBCAST)

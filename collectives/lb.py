@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import ebpf
-from controller import hashing
-from controller.ethereal import EtherealRank, Flow, SubFlow
-from controller.topology import Hop
 from ebpf import Program
+from fabricmodel import hashing, rocev2
+from fabricmodel.ethereal import EtherealRank, Flow, SubFlow
+from fabricmodel.topology import Hop
 
 from .transport import KIND_ACK, SendQP
 
@@ -110,7 +110,7 @@ class RepsPolicy(Policy):
 
 
 class Ethereal(Policy):
-    """Split on arrival with controller.ethereal: flows of one step to remote racks are
+    """Split on arrival with fabricmodel.ethereal: flows of one step to remote racks are
     balanced over the uplinks, each sub-flow on its own QP, whose port the planner pins in
     ebpf/pin. Without a topology every peer is rack-local and a flow stays one QP."""
     name = "ethereal"
@@ -168,11 +168,11 @@ class Ethereal(Policy):
                 if back not in group:
                     return sub.sport
                 rev.append((len(group), group.index(back)))
-        for sport in range(sub.sport, hashing.SPORT_MAX + 1):
-            if all(hashing.ecmp_member(src.ip, dst.ip, hashing.UDP, sport, hashing.ROCEV2_PORT,
+        for sport in range(sub.sport, rocev2.SPORT_MAX + 1):
+            if all(hashing.ecmp_member(src.ip, dst.ip, rocev2.UDP, sport, rocev2.ROCEV2_PORT,
                                        n) == m for n, m in fwd) and \
-                    all(hashing.ecmp_member(dst.ip, src.ip, hashing.UDP, sport,
-                                            hashing.ROCEV2_PORT, n) == m for n, m in rev):
+                    all(hashing.ecmp_member(dst.ip, src.ip, rocev2.UDP, sport,
+                                            rocev2.ROCEV2_PORT, n) == m for n, m in rev):
                 return sport
         return sub.sport
 

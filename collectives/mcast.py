@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from fabricmodel import rocev2
+
 from . import wire
 from .comm import Communicator
 from .entropy import derived_sport
@@ -65,7 +67,7 @@ class _State:
             for earlier in self.chain_of(root):
                 if earlier < root:
                     self.over[earlier] = True
-        if flags & wire.RBCAST_FLAG_LAST:
+        if flags & rocev2.RBCAST_FLAG_LAST:
             self.over[root] = True
         if self.have[root, chunk]:
             self.duplicates += 1
@@ -90,9 +92,9 @@ def _multicast_shard(st: _State, group: bytes, sport: int) -> None:
         lo = chunk * st.mtu
         data = bytes(st.out[comm.rank * st.shard_bytes + lo:
                             comm.rank * st.shard_bytes + min(lo + st.mtu, st.shard_bytes)])
-        flags = wire.RBCAST_FLAG_LAST if chunk == st.chunks - 1 else 0
+        flags = rocev2.RBCAST_FLAG_LAST if chunk == st.chunks - 1 else 0
         pad = -len(data) % 4
-        roce = (wire.bth(wire.RBCAST, MCAST_QPN, chunk & wire.PSN_MASK, pad=pad)
+        roce = (wire.bth(rocev2.RBCAST, MCAST_QPN, chunk & wire.PSN_MASK, pad=pad)
                 + wire.RBCAST_HDR.pack(st.task, comm.rank, chunk, st.chunks, flags)
                 + data + bytes(pad))
         ep.send_frame(group, sport, roce, wire.ECN_ECT0 if ep.cfg.ecn else 0)
@@ -113,7 +115,7 @@ def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFA
     comm.counters["mcast"] = task
     st = _State(comm, shard, task)
     ep = comm.ep
-    ep.handlers[wire.RBCAST] = st.on_packet
+    ep.handlers[rocev2.RBCAST] = st.on_packet
     prv, nxt = (me - 1) % n, (me + 1) % n
     chain = st.chain_of(me)
     has_token = me == chain.start
@@ -164,7 +166,7 @@ def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFA
                 break
             ep.progress(0.002)
     finally:
-        ep.handlers.pop(wire.RBCAST, None)
+        ep.handlers.pop(rocev2.RBCAST, None)
     comm.stats.duplicates += st.duplicates
     return np.frombuffer(st.out, dtype=shard.dtype).copy()
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fabricmodel.topology import load
+
 from . import algorithms, fabric_view, mcast, netreduce, switchml
 from .comm import CommConfig, Communicator
 from .results import write_jsonl
@@ -71,11 +73,9 @@ def installed_routing(topo, view: dict | None):
 
 
 def topology_hosts(path: str | None, ips: list[str]):
-    """The controller's topology model and the host name of every rank (by its address)."""
+    """The fabric's topology model and the host name of every rank (by its address)."""
     if not path:
         return None, None
-    from controller.topology import load
-
     topo = load(path)
     return topo, [topo.host_by_ip(ip).name for ip in ips]
 

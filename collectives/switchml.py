@@ -17,11 +17,13 @@ import time
 
 import numpy as np
 
+from fabricmodel import rocev2
+
 from . import algorithms, wire
 from .comm import Communicator
 from .entropy import derived_sport
 
-K = wire.AGG_VALUES
+K = rocev2.AGG_VALUES
 
 
 def chunk_shifts(comm: Communicator, x: np.ndarray, chunks: int) -> np.ndarray:
@@ -37,7 +39,7 @@ def chunk_shifts(comm: Communicator, x: np.ndarray, chunks: int) -> np.ndarray:
 def encode(job_id: int, slot: int, seq: int, worker: int, workers: int, flags: int,
            values: np.ndarray) -> bytes:
     """BTH + Aggregation header + 32 big-endian int32 (ICRC is added by the frame)."""
-    return (wire.bth(wire.AGGREGATION, job_id, seq & wire.PSN_MASK)
+    return (wire.bth(rocev2.AGGREGATION, job_id, seq & wire.PSN_MASK)
             + wire.AGG_HDR.pack(job_id, slot, seq, worker, workers, flags, 0)
             + values.astype(">i4").tobytes())
 
@@ -86,7 +88,7 @@ def allreduce_switchml(comm: Communicator, x: np.ndarray, aggregator: str, job_i
     def send(c: int, now: float, again: bool = False) -> None:
         g = base + c
         slot = slot_base + g % slots
-        flags = wire.AGG_FLAG_VERSION if (g // slots) & 1 else 0
+        flags = rocev2.AGG_FLAG_VERSION if (g // slots) & 1 else 0
         ep.send_frame(agg, sport, encode(job_id, slot, g & 0xFFFFFFFF, me, n, flags, ints[c]),
                       wire.ECN_ECT0 if ep.cfg.ecn else 0)
         inflight[slot] = (c, now)
@@ -95,7 +97,7 @@ def allreduce_switchml(comm: Communicator, x: np.ndarray, aggregator: str, job_i
 
     def on_result(data, _addr, _tos, now) -> None:
         job, slot, g, _w, _n, flags, values = decode(data)
-        if job != job_id or not flags & wire.AGG_FLAG_RESULT:
+        if job != job_id or not flags & rocev2.AGG_FLAG_RESULT:
             return
         seq = (g - base) & 0xFFFFFFFF
         if seq >= chunks or done[seq]:
@@ -109,7 +111,7 @@ def allreduce_switchml(comm: Communicator, x: np.ndarray, aggregator: str, job_i
             if seq + slots < chunks:
                 send(seq + slots, now)
 
-    ep.handlers[wire.AGGREGATION] = on_result
+    ep.handlers[rocev2.AGGREGATION] = on_result
     try:
         now = time.monotonic()
         for c in range(min(slots, chunks)):
@@ -127,7 +129,7 @@ def allreduce_switchml(comm: Communicator, x: np.ndarray, aggregator: str, job_i
                     send(c, now, again=True)
             ep.progress(min(rto / 4, 0.005))
     finally:
-        ep.handlers.pop(wire.AGGREGATION, None)
+        ep.handlers.pop(rocev2.AGGREGATION, None)
     ep.stats.duplicates += state["dups"]
     flat = result.reshape(-1)[:len(x)]
     if x.dtype == np.float32:

@@ -23,6 +23,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from fabricmodel import rocev2
+
 from . import wire
 from .entropy import derived_sport
 
@@ -58,7 +60,7 @@ class TransportConfig:
     rate_gbps: float = 0.0          # pacing rate per QP; 0 = unpaced until a CNP arrives
     line_gbps: float = 10.0         # DCQCN start rate when the first CNP arrives unpaced
     ecn: bool = True                # send data ECT(0) so switches may mark CE
-    dport: int = wire.ROCEV2_PORT
+    dport: int = rocev2.ROCEV2_PORT
     initial_psn: int | None = None  # None: derived per QP from the session (exercises wrap)
     session: int = 0                # chosen at rendezvous; part of every QP's initial PSN
 
@@ -172,12 +174,12 @@ class SendQP:
         end = min(pos + mtu, n)
         first, last = pos == 0, end >= n
         if write:
-            kind = (wire.WRITE_ONLY if last else wire.WRITE_FIRST) if first else \
-                (wire.WRITE_LAST if last else wire.WRITE_MIDDLE)
+            kind = (rocev2.WRITE_ONLY if last else rocev2.WRITE_FIRST) if first else \
+                (rocev2.WRITE_LAST if last else rocev2.WRITE_MIDDLE)
             extra = wire.reth(offset, msg_id, n) if first else b""
         else:
-            kind = (wire.SEND_ONLY if last else wire.SEND_FIRST) if first else \
-                (wire.SEND_LAST if last else wire.SEND_MIDDLE)
+            kind = (rocev2.SEND_ONLY if last else rocev2.SEND_FIRST) if first else \
+                (rocev2.SEND_LAST if last else rocev2.SEND_MIDDLE)
             extra = b""
         self.count += 1
         ackreq = last or self.count % self.ep.cfg.ack_every == 0 or \
@@ -237,7 +239,7 @@ class SendQP:
 
     # ---- feedback -----------------------------------------------------------------------
     def on_ack(self, psn: int, syndrome: int, now: float) -> None:
-        nak = syndrome & 0xE0 == wire.AETH_NAK_PSN
+        nak = syndrome & 0xE0 == rocev2.AETH_NAK_PSN
         # An ACK covers psn itself; a NAK names the first missing PSN, covering those before.
         covered = psn if not nak else wire.psn_add(psn, -1)
         if self.inflight:
@@ -359,7 +361,7 @@ class RecvQP:
         if d < 0:
             st.duplicates += 1
             if ackreq:
-                self._ack(wire.AETH_ACK, wire.psn_add(self.expected, -1), echo)
+                self._ack(rocev2.AETH_ACK, wire.psn_add(self.expected, -1), echo)
             return
         if self.ep.cfg.reliability == "ooo":
             self._on_data_ooo(op, psn, d, ackreq, body, echo)
@@ -372,10 +374,10 @@ class RecvQP:
                     st.duplicates += 1
                 elif d < 4 * self.ep.cfg.window:
                     self.ooo[psn] = (op, bytes(body))
-                self._ack(wire.AETH_NAK_PSN, self.expected, echo)
+                self._ack(rocev2.AETH_NAK_PSN, self.expected, echo)
             elif not self.nak_sent:
                 self.nak_sent = True
-                self._ack(wire.AETH_NAK_PSN, self.expected, echo)
+                self._ack(rocev2.AETH_NAK_PSN, self.expected, echo)
             return
         self.nak_sent = False
         self._deliver(op, body)
@@ -388,9 +390,9 @@ class RecvQP:
             self.expected = wire.psn_add(self.expected, 1)
             ackreq = True
         if sr and self.ooo:
-            self._ack(wire.AETH_NAK_PSN, self.expected, echo)
+            self._ack(rocev2.AETH_NAK_PSN, self.expected, echo)
         elif ackreq:
-            self._ack(wire.AETH_ACK, wire.psn_add(self.expected, -1), echo)
+            self._ack(rocev2.AETH_ACK, wire.psn_add(self.expected, -1), echo)
 
     def _on_data_ooo(self, op: int, psn: int, d: int, ackreq: bool, body: memoryview,
                      echo: tuple[int, bool]) -> None:
@@ -404,7 +406,7 @@ class RecvQP:
             if psn in self.seen:
                 st.duplicates += 1
                 if ackreq:
-                    self._ack(wire.AETH_ACK, wire.psn_add(self.expected, -1), echo)
+                    self._ack(rocev2.AETH_ACK, wire.psn_add(self.expected, -1), echo)
                 return
             if d >= 4 * self.ep.cfg.window:
                 return
@@ -436,19 +438,19 @@ class RecvQP:
         if self.seen and self.naked != self.expected and \
                 wire.psn_diff(self.max_seen, self.expected) >= self.ep.cfg.gap_threshold():
             self.naked = self.expected
-            self._ack(wire.AETH_NAK_PSN, self.expected, echo)
+            self._ack(rocev2.AETH_NAK_PSN, self.expected, echo)
         elif ackreq:
-            self._ack(wire.AETH_ACK, wire.psn_add(self.expected, -1), echo)
+            self._ack(rocev2.AETH_ACK, wire.psn_add(self.expected, -1), echo)
 
     def _place(self, op: int, psn: int, body: memoryview) -> None:
         """ooo: an RDMA WRITE packet goes to its offset now. Only a message's first packet
         carries the RETH; a later one is at va + (its PSN - the first's) x the first packet's
         length, so packets that arrive before their FIRST wait in `pending`."""
-        if op in (wire.WRITE_FIRST, wire.WRITE_ONLY):
+        if op in (rocev2.WRITE_FIRST, rocev2.WRITE_ONLY):
             va, msg, length = wire.RETH_HDR.unpack_from(body)
             data = body[16:]
             self.ep.place(self.peer, msg, va, data)
-            if op == wire.WRITE_FIRST and len(data):
+            if op == rocev2.WRITE_FIRST and len(data):
                 part = (msg, va, length, len(data))
                 self.parts[psn] = part
                 for k in range(1, -(-length // len(data))):
@@ -477,15 +479,15 @@ class RecvQP:
         data packet that triggered it, BTH BECN that packet's CE mark (REPS reads both)."""
         st = self.ep.stats
         st.acks_sent += 1
-        if syndrome != wire.AETH_ACK:
+        if syndrome != rocev2.AETH_ACK:
             st.naks_sent += 1
-        roce = wire.bth(wire.ACKNOWLEDGE, self.ack_qpn, psn, becn=echo[1]) + \
+        roce = wire.bth(rocev2.ACKNOWLEDGE, self.ack_qpn, psn, becn=echo[1]) + \
             wire.aeth(syndrome, self.msn)
         self.ep.send_frame(self.dst, echo[0], roce, 0)
 
     def _deliver(self, op: int, body: memoryview) -> None:
         if op in wire.WRITE_OPS:
-            if op in (wire.WRITE_FIRST, wire.WRITE_ONLY):
+            if op in (rocev2.WRITE_FIRST, rocev2.WRITE_ONLY):
                 _va, rkey, _len = wire.RETH_HDR.unpack_from(body)
                 body = body[16:]
                 self.part = [rkey, _va]
@@ -584,7 +586,7 @@ class Endpoint:
 
     def send_cnp(self, dst: bytes, qpn: int) -> None:
         self.stats.cnps_sent += 1
-        roce = wire.bth(wire.CNP, qpn, 0, becn=True) + wire.CNP_PAD
+        roce = wire.bth(rocev2.CNP, qpn, 0, becn=True) + wire.CNP_PAD
         self.send_frame(dst, wire.ack_sport(qpn), roce, 0)
 
     def sendqp(self, peer: int, idx: int) -> SendQP:
@@ -664,11 +666,11 @@ class Endpoint:
                 raise wire.WireError("padding longer than the payload")
             qp.on_data(op, psn, ackreq, data[12:end], addr[1], tos & wire.ECN_MASK == wire.ECN_CE,
                        now)
-        elif op == wire.ACKNOWLEDGE and kind == KIND_ACK and len(data) >= 20:
+        elif op == rocev2.ACKNOWLEDGE and kind == KIND_ACK and len(data) >= 20:
             sqp = self.sendqps.get((peer, idx))
             if sqp is not None:
                 sqp.on_ack(psn, wire.AETH_HDR.unpack_from(data, 12)[0] >> 24, now)
-        elif op == wire.CNP and kind == KIND_ACK:
+        elif op == rocev2.CNP and kind == KIND_ACK:
             sqp = self.sendqps.get((peer, idx))
             if sqp is not None:
                 sqp.on_cnp(now)

@@ -12,28 +12,27 @@ from __future__ import annotations
 import struct
 import zlib
 
-ROCEV2_PORT = 4791
-SPORT_MIN, SPORT_MAX = 0xC000, 0xFFFF
+from fabricmodel.rocev2 import (
+    ROCEV2_PORT,
+    SEND_FIRST,
+    SEND_LAST,
+    SEND_MIDDLE,
+    SEND_ONLY,
+    SPORT_MIN,
+    WRITE_FIRST,
+    WRITE_LAST,
+    WRITE_MIDDLE,
+    WRITE_ONLY,
+)
+
 PSN_MASK = 0xFFFFFF
 PSN_HALF = 0x800000
-
-# IBTA opcodes, RC transport (0x00-0x1F)
-SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY = 0x00, 0x01, 0x02, 0x04
-WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 0x06, 0x07, 0x08, 0x0A
-ACKNOWLEDGE = 0x11
-CNP = 0x81
-AGGREGATION = 0xC0        # collectives.layers.Aggregation (p4src/README.md)
-RBCAST = 0xC1             # collectives.layers.ReliableBroadcast (multicast Allgather)
 
 FIRST_OPS = (SEND_FIRST, SEND_ONLY, WRITE_FIRST, WRITE_ONLY)
 LAST_OPS = (SEND_LAST, SEND_ONLY, WRITE_LAST, WRITE_ONLY)
 SEND_OPS = (SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY)
 WRITE_OPS = (WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY)
 DATA_OPS = frozenset(SEND_OPS + WRITE_OPS)
-
-# AETH syndromes: 000 + credit count 0b11111 ("no credit limit"); 011 + NAK code 0
-AETH_ACK = 0x1F
-AETH_NAK_PSN = 0x60
 
 ECN_MASK, ECN_ECT0, ECN_CE = 0x03, 0x02, 0x03
 
@@ -43,10 +42,7 @@ BTH_HDR = struct.Struct("!BBHII")        # opcode, se|m|pad|tver, pkey, resv8|dq
 RETH_HDR = struct.Struct("!QII")
 AETH_HDR = struct.Struct("!I")            # syndrome | msn
 AGG_HDR = struct.Struct("!HHIBBBB")
-AGG_VALUES = 32
-AGG_FLAG_RESULT, AGG_FLAG_VERSION = 0x01, 0x02
 RBCAST_HDR = struct.Struct("!HHIIB3x")    # task, root, chunk, chunks, flags
-RBCAST_FLAG_LAST = 0x01
 CNP_PAD = bytes(16)
 
 _ICRC_LRH = b"\xff" * 8

@@ -1,1 +1,1 @@
-"""Control plane for the ML-training fabric: topology model, path and slice algorithms."""
+"""Control plane for the ML-training fabric: planners, intent, P4Runtime client, fabricd."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controller.multicast import MulticastError, MulticastGroup, MulticastPlanner
-from controller.routing import Routing
-from controller.topology import Topology
+from fabricmodel.routing import Routing
+from fabricmodel.topology import Topology
 
 DEFAULT_SLOTS_PER_SWITCH = 1024
 MAX_WORKERS = 255                # num_workers is a u8

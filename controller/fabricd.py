@@ -20,12 +20,13 @@ from pathlib import Path
 import click
 import grpc
 
-from controller import ethereal, install, install_fabric
+from controller import install, install_fabric
 from controller.install_intent import Intent, IntentError
-from controller.loads import lower_bound, max_load
 from controller.p4rt import Device, P4RuntimeError, Pipeline, Schema
 from controller.proto import fabric_pb2 as api
 from controller.proto import fabric_pb2_grpc
+from fabricmodel import ethereal
+from fabricmodel.loads import lower_bound, max_load
 
 log = logging.getLogger("fabricd")
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from controller import multicast, netreduce
 from controller.install_intent import GroupIntent, Intent, IntentError, JobIntent
-from controller.routing import Route
-from controller.topology import Topology
+from fabricmodel.routing import Route
+from fabricmodel.topology import Topology
 
 
 @dataclass(frozen=True)

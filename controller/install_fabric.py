@@ -10,7 +10,7 @@ from controller.install import SwitchPlan, plan_switches
 from controller.install_intent import IntentError
 from controller.p4rt import MulticastGroup, State, TableEntry, sync, values
 from controller.p4rt.schema import Schema
-from controller.topology import Topology
+from fabricmodel.topology import Topology
 
 MAX_ECMP_GROUPS = 4096            # ecmp group ids are < 4096 (p4src/README.md)
 ECMP_MODES = {"hash": 0, "round-robin": 1, "random": 2}   # ecmp_groups' mode parameter

@@ -14,11 +14,11 @@ from dataclasses import asdict, dataclass, field
 
 import yaml
 
-from controller import ethereal, topology
 from controller.netreduce import NetReduceError, NetReduceJob, NetReducePlanner, Stage
-from controller.routing import Routing
-from controller.topology import Topology, TopologyError
 from controller.vclos import AllocationError, Slice, VClosAllocator
+from fabricmodel import ethereal, topology
+from fabricmodel.routing import Routing
+from fabricmodel.topology import Topology, TopologyError
 
 MAX_GROUP_ID = 4095              # fabric.p4's multicast group ids are < 4096
 MCAST_BASE = int(ipaddress.IPv4Address("239.1.0.0"))   # group g is 239.1.<g/256>.<g%256>

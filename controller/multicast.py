@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from controller.routing import Routing
-from controller.topology import Topology
+from fabricmodel.routing import Routing
+from fabricmodel.topology import Topology
 
 MAX_GROUP_ID = 0xFFFF
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from collectives.netreduce import MSG_PKTS, aggregator_qpns, worker_qpns
 from controller.p4rt import MulticastGroup, TableEntry
-from controller.topology import Topology
+from fabricmodel.topology import Topology
 
 NR_SLOTS, NR_MSGS, NR_CONNS, NR_JOBS = 1024, 256, 1024, 256   # p4src/include/defines.p4
 MAX_CHILDREN = 32                     # the slot bitmaps are 32 bits

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller.routing import Route, Routing
-from controller.topology import Topology
+from fabricmodel.routing import Route, Routing
+from fabricmodel.topology import Topology
 
 ISOLATION = ("switch", "link")
 

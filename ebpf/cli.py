@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from . import PROGRAMS, EbpfCompileError, EbpfUnavailable, TcError
+from . import PROGRAMS, EbpfCompileError, EbpfUnavailable, TcError, reps, spray
 from .addr import check_port, check_qp, ip_be, ip_str
 from .impair import Impair
 from .pin import Pin
@@ -66,11 +66,11 @@ def _configure(prog, opts) -> None:
         for spec in opts["pin"]:
             prog.pin(*spec)
     elif isinstance(prog, Reps):
-        ev_base, ev_count = opts["range"] or (0xC000, 0x4000)
+        ev_base, ev_count = opts["range"] or reps.DEFAULT_RANGE
         prog.add_connections(opts["conn"], ev_base, ev_count, opts["first_window"])
     elif isinstance(prog, Spray):
         if opts["range"] or not prog.config()[1]:
-            prog.configure(*(opts["range"] or (0xC000, 0x4000)))
+            prog.configure(*(opts["range"] or spray.DEFAULT_RANGE))
     elif isinstance(prog, Impair):
         prog.configure(opts["drop"], opts["duplicate"], opts["udp_dport"], opts["proto"],
                        opts["seed"])

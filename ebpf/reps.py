@@ -4,13 +4,15 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
+from fabricmodel.rocev2 import SPORT_MAX, SPORT_MIN
+
 from . import libbpf
 from .addr import check_qp, check_range, ip_be
 from .program import Program
 
 REPS_CACHE = 32  # a power of two >= the send window; passed to reps.c
 REPS_SENT = 256  # entropies remembered per PSN (a power of two >= the send window)
-DEFAULT_RANGE = (0xC000, 0x4000)  # RoCEv2 source ports 0xC000-0xFFFF
+DEFAULT_RANGE = (SPORT_MIN, SPORT_MAX - SPORT_MIN + 1)  # (first, count): every RoCEv2 source port
 
 
 class RepsKey(ctypes.Structure):

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import ctypes
 
+from fabricmodel.rocev2 import SPORT_MAX, SPORT_MIN
+
 from .addr import check_range
 from .program import Program
 
-DEFAULT_RANGE = (0xC000, 0x4000)  # RoCEv2 source ports 0xC000-0xFFFF
+DEFAULT_RANGE = (SPORT_MIN, SPORT_MAX - SPORT_MIN + 1)  # (first, count): every RoCEv2 source port
 
 
 class SprayCfg(ctypes.Structure):

@@ -28,7 +28,8 @@ from report import plot, table
 
 from collectives.cli import parse_size
 from collectives.launch import LaunchError, policy_program
-from controller.topology import TopologyError, load
+from collectives.runner import ALGORITHMS
+from fabricmodel.topology import TopologyError, load
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ("ecmp", "spray", "reps", "ethereal")
@@ -43,8 +44,6 @@ def _choices(text: str, known: tuple[str, ...], what: str) -> list[str]:
 
 
 def _collectives(text: str) -> list[tuple[str, str]]:
-    from collectives.runner import ALGORITHMS
-
     # the in-network ones need a group or an aggregation job: the ideas part sets those up
     known = sorted(k for k in ALGORITHMS if k[1] not in ("multicast", "switchml", "netreduce"))
     pairs = [tuple(t.split("/", 1)) for t in text.split(",") if t]

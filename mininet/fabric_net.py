@@ -1,4 +1,4 @@
-"""Build a Mininet network from the project's topology model (controller/topology.py): the
+"""Build a Mininet network from the project's topology model (fabricmodel/topology.py): the
 same names, port numbers and addresses the controller uses."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from mininet.net import Mininet
 from mininet.topo import Topo
 from p4_switch import P4RuntimeSwitch
 
-from controller.topology import Topology
+from fabricmodel.topology import Topology
 
 
 class FabricTopo(Topo):

@@ -20,7 +20,7 @@ import click
 from fabric_net import build_net, configure_hosts, host_netns
 from p4_switch import TARGETS, missing_tools
 
-from controller.topology import TopologyError, load
+from fabricmodel.topology import TopologyError, load
 
 ROOT = Path(__file__).resolve().parent.parent
 

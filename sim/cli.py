@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from collectives.cli import parse_size
 from collectives.results import format_table
-from controller.topology import Topology, TopologyError, leaf_spine, load
+from fabricmodel.topology import Topology, TopologyError, leaf_spine, load
 from sim import calibration as cal
 from sim import report
 from sim.collective import POLICIES, Run

@@ -4,10 +4,10 @@ Each rank starts step s+1 once it has sent (all acknowledged) and received every
 s. On that arrival the engine calls `Run._arrive`, which turns the rank's flows of the step
 into queue pairs the way the policy does:
 - ecmp: one QP per flow on the per-connection source port the emulation's NICs use
-  (`controller.ethereal.default_sport`); after a timeout it re-hashes to a random port.
+  (`fabricmodel.ethereal.default_sport`); after a timeout it re-hashes to a random port.
 - spray: one QP per flow, a random source port per packet.
 - reps: one QP per flow, REPS's recycled entropy (engine.cpp).
-- ethereal: that rank's `controller.ethereal.EtherealRank` plans the step's flows (split and
+- ethereal: that rank's `fabricmodel.ethereal.EtherealRank` plans the step's flows (split and
   pinned by source port, pins installed where the port cannot steer); a QP per sub-flow; on a
   timeout the same object's `on_timeout` re-picks the path.
 Per-packet work stays in C++; Python runs once per (rank, step) and once per Ethereal timeout.
@@ -17,8 +17,9 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from controller import ethereal, hashing
-from controller.topology import Topology
+from fabricmodel import ethereal, rocev2
+from fabricmodel.loads import add_path
+from fabricmodel.topology import Topology
 from sim.fabric import MODES, LinkSpec, SimFabric, Transport
 from sim.workloads import steps as make_steps
 
@@ -123,10 +124,8 @@ class Run:
         return row
 
 
-def flow_loads(topo: Topology, subflows, dport: int = hashing.ROCEV2_PORT):
+def flow_loads(topo: Topology, subflows, dport: int = rocev2.ROCEV2_PORT):
     """The planner's bytes per directed link for a set of Ethereal sub-flows."""
-    from controller.loads import add_path
-
     loads: dict = defaultdict(float)
     for sub in subflows:
         add_path(loads, topo, sub.flow.src, sub.flow.dst, sub.path.hops if sub.path else (),

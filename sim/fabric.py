@@ -15,8 +15,8 @@ import os
 import pathlib
 from dataclasses import dataclass
 
-from controller.routing import Routing
-from controller.topology import HOST_PORT, Topology
+from fabricmodel.routing import Routing
+from fabricmodel.topology import HOST_PORT, Topology
 
 ENGINE = pathlib.Path(__file__).with_name("engine.cpp")
 NS3_VERSION = "44"
@@ -164,7 +164,7 @@ class SimFabric:
                 for lf in self.topo.leaves for lk in self.topo.uplinks(lf.name)}
 
     def fabric_loads(self) -> dict[tuple[str, int], int]:
-        """Payload bytes per directed link, host links included, keyed as controller/loads.py."""
+        """Payload bytes per directed link, host links included, keyed as fabricmodel/loads.py."""
         out = {}
         for lk in self.topo.links:
             for end in (lk.a, lk.b):

@@ -12,8 +12,8 @@ import time
 
 from controller.aggregation import AggregationPlanner
 from controller.multicast import MulticastPlanner
-from controller.routing import Routing
-from controller.topology import Topology
+from fabricmodel.routing import Routing
+from fabricmodel.topology import Topology
 from sim.collective import Run
 from sim.fabric import LinkSpec, SimFabric, Transport, ip_int
 

@@ -1,15 +1,15 @@
 """The collectives the simulator runs, as steps of flows between ranks.
 
 Ring, halving-doubling, direct all-reduce, all-to-all and ring Allgather are the controller's
-(`controller/steps.py`, the same flows the emulation's planner sees). The double binary tree
+(`fabricmodel/steps.py`, the same flows the emulation's planner sees). The double binary tree
 (NCCL's) is added here: two binary trees over the ranks, each reducing and then broadcasting
 half of the buffer, pipelined in chunks; a step is one chunk slot in which every tree node
 passes one chunk on.
 """
 from __future__ import annotations
 
-from controller import steps as csteps
-from controller.steps import RankFlow, Step
+from fabricmodel import steps as csteps
+from fabricmodel.steps import RankFlow, Step
 
 DBT_CHUNKS = 8
 

@@ -1,5 +1,5 @@
 """Write the STF files of this folder: packets built with scapy, expected ECMP members from
-controller/hashing.py, the leaf layout of tests/p4src/fabric_testlib.py.
+fabricmodel/hashing.py, the leaf layout of tests/p4src/fabric_testlib.py.
 
     .venv/bin/python p4src/tests/make_stf.py      # then: p4switch stf p4src/fabric.p4 X.stf
 """
@@ -20,10 +20,11 @@ from scapy.packet import Raw  # noqa: E402
 from collectives import netreduce as nr  # noqa: E402
 from collectives import wire  # noqa: E402
 from collectives.layers import Aggregation  # noqa: E402
-from controller import hashing, install_fabric  # noqa: E402
+from controller import install_fabric  # noqa: E402
 from controller import netreduce as nr_ctl  # noqa: E402
 from controller.install import plan_switches  # noqa: E402
 from controller.install_intent import Intent  # noqa: E402
+from fabricmodel import hashing, rocev2  # noqa: E402
 
 UP = L.UPLINKS
 
@@ -378,7 +379,7 @@ def nr_values(values) -> bytes:
 
 def nr_result(dqpn: int, g: int, values, ackreq: bool) -> bytes:
     """The RoCE part of a sum: WRITE ONLY of packet g, RETH (va = 256 g, rkey = job)."""
-    return (wire.bth(wire.WRITE_ONLY, dqpn, g, ackreq=ackreq)
+    return (wire.bth(rocev2.WRITE_ONLY, dqpn, g, ackreq=ackreq)
             + wire.reth(g * nr.PKT_BYTES, NR_JOB, nr.PKT_BYTES) + nr_values(values))
 
 
@@ -396,10 +397,10 @@ def netreduce() -> list[str]:
         qpn, _ = nr.aggregator_qpns(workers.index(w), NR_JOB)
         psn = (ipsn[w] + g) & wire.PSN_MASK
         if g % nr.MSG_PKTS == 0:
-            roce = wire.bth(wire.WRITE_FIRST, qpn, psn) + \
+            roce = wire.bth(rocev2.WRITE_FIRST, qpn, psn) + \
                 wire.reth(g * nr.PKT_BYTES, NR_JOB, nr.MSG_BYTES)
         else:
-            roce = wire.bth(wire.WRITE_MIDDLE, qpn, psn)
+            roce = wire.bth(rocev2.WRITE_MIDDLE, qpn, psn)
         return h.leaf_port, roce_frame(h.mac, h.gateway_mac, h.ip, agg, roce + nr_values(vals[w][g]))
 
     def results(g: int, ackreq: bool, only: str | None = None) -> list[str]:
@@ -429,11 +430,11 @@ def netreduce() -> list[str]:
     lines += results(1, True, only="h1")
     h = topo.host("h1")
     _, ack_qpn = nr.aggregator_qpns(0, NR_JOB)
-    ack = wire.bth(wire.ACKNOWLEDGE, ack_qpn, 1) + wire.aeth(wire.AETH_ACK, 2)
+    ack = wire.bth(rocev2.ACKNOWLEDGE, ack_qpn, 1) + wire.aeth(rocev2.AETH_ACK, 2)
     lines += packet(h.leaf_port, roce_frame(h.mac, h.gateway_mac, h.ip, agg, ack),
                     "h1 acknowledges results up to packet 1: the ACK of its own PSN 0x00FFFF")
-    back = wire.bth(wire.ACKNOWLEDGE, reply_ack, (ipsn["h1"] + 1) & wire.PSN_MASK) + \
-        wire.aeth(wire.AETH_ACK, 2)
+    back = wire.bth(rocev2.ACKNOWLEDGE, reply_ack, (ipsn["h1"] + 1) & wire.PSN_MASK) + \
+        wire.aeth(rocev2.AETH_ACK, 2)
     lines += expect(h.leaf_port, roce_frame(topo.switch("leaf1").port_mac(h.leaf_port), h.mac,
                                             agg, h.ip, back))
     return lines + ["", "check_counter nr_events(0) packets == 4",
@@ -457,7 +458,7 @@ def netreduce_spine() -> list[str]:
     def up(leaf: str, g: int) -> tuple[int, bytes]:
         link = topo.links_between(leaf, job_spine)[0]
         lf = topo.switch(leaf)
-        roce = wire.bth(wire.WRITE_ONLY, nr_ctl.up_qpn(topo, leaf, NR_JOB), g, ackreq=True) + \
+        roce = wire.bth(rocev2.WRITE_ONLY, nr_ctl.up_qpn(topo, leaf, NR_JOB), g, ackreq=True) + \
             wire.reth(g * nr.PKT_BYTES, NR_JOB, nr.PKT_BYTES) + nr_values(partial[leaf])
         return link.port_of(job_spine), roce_frame(lf.port_mac(link.port_of(leaf)),
                                                    spine.port_mac(link.port_of(job_spine)),

@@ -10,7 +10,7 @@ import click
 from tqdm import tqdm
 
 from collectives.results import format_table
-from controller.topology import leaf_spine
+from fabricmodel.topology import leaf_spine
 
 from .schemes import SCHEMES
 from .simulate import Outcome, run

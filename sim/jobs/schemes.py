@@ -20,8 +20,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from controller.topology import Topology
 from controller.vclos import AllocationError, OCSVClosAllocator, VClosAllocator
+from fabricmodel.topology import Topology
 
 
 class ECMP:

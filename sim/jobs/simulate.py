@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from controller.topology import Topology
+from fabricmodel.topology import Topology
 
 from .trace import ITERATIONS, Job
 

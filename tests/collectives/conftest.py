@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from ebpf.impair import Impair
 from tests.conftest import unique_name
 
 
@@ -28,8 +29,6 @@ class BridgeNet:
     def impair(self, drop: float = 0.0, duplicate: float = 0.0, seed: int = 7):
         """ebpf.impair on every rank's ingress: real drops/duplicates of RoCEv2 packets,
         independent per receiver. Returns the loaded program (its counters)."""
-        from ebpf.impair import Impair
-
         prog = Impair.load()
         prog.configure(drop=drop, duplicate=duplicate, udp_dport=4791, seed=seed)
         for ns, dev in zip(self.namespaces, self.rank_devs, strict=True):

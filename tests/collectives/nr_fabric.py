@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from controller.topology import load
+from fabricmodel.topology import load
 from p4switch.device.process import SwitchProcess
 
 REPO = Path(__file__).resolve().parents[2]

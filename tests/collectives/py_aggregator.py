@@ -14,11 +14,12 @@ import sys
 import numpy as np
 
 from collectives import switchml, wire
+from fabricmodel import rocev2
 
 
 def main(bind: str, workers: list[str]) -> None:
     rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    rx.bind((bind, wire.ROCEV2_PORT))
+    rx.bind((bind, rocev2.ROCEV2_PORT))
     tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     src = socket.inet_aton(bind)
     state: dict[tuple[int, int, int], dict] = {}
@@ -35,9 +36,9 @@ def main(bind: str, workers: list[str]) -> None:
             job, slot, seq, worker, n, flags, values = switchml.decode(data)
         except wire.WireError:
             continue
-        if flags & wire.AGG_FLAG_RESULT or worker >= len(workers):
+        if flags & rocev2.AGG_FLAG_RESULT or worker >= len(workers):
             continue
-        key = (job, slot, flags & wire.AGG_FLAG_VERSION)
+        key = (job, slot, flags & rocev2.AGG_FLAG_VERSION)
         st = state.get(key)
         if st is None or st["seq"] != seq:
             st = state[key] = {"seq": seq, "bitmap": 0, "sum": np.zeros(32, dtype=np.int32)}
@@ -45,13 +46,13 @@ def main(bind: str, workers: list[str]) -> None:
         if st["bitmap"] >> worker & 1:
             if done:
                 send(workers[worker], switchml.encode(
-                    job, slot, seq, worker, n, flags | wire.AGG_FLAG_RESULT, st["sum"]))
+                    job, slot, seq, worker, n, flags | rocev2.AGG_FLAG_RESULT, st["sum"]))
             continue
         st["bitmap"] |= 1 << worker
         st["sum"] += values
         if bin(st["bitmap"]).count("1") == n:
             for w, ip in enumerate(workers):
-                send(ip, switchml.encode(job, slot, seq, w, n, flags | wire.AGG_FLAG_RESULT,
+                send(ip, switchml.encode(job, slot, seq, w, n, flags | rocev2.AGG_FLAG_RESULT,
                                           st["sum"]))
 
 

@@ -5,6 +5,7 @@ import pytest
 from collectives_check import ALL, assert_results, runs
 
 from collectives.launch import LaunchError, launch
+from fabricmodel.topology import load
 
 pytestmark = pytest.mark.netns
 MiB = 1 << 20
@@ -71,9 +72,7 @@ def test_a_missing_rank_is_a_clean_error(bridge_net):
 
 def test_ethereal_with_the_topology_model(bridge_net, tmp_path):
     """Ranks take the addresses of leafspine-2x2's hosts; the Ethereal policy plans each
-    step with controller.ethereal (flows to the other leaf split over both spines)."""
-    from controller.topology import load
-
+    step with fabricmodel.ethereal (flows to the other leaf split over both spines)."""
     path = "controller/topologies/leafspine-2x2.yaml"
     topo = load(path)
     ips = [topo.host_by_rank(r).ip for r in range(4)]

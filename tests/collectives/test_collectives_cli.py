@@ -6,7 +6,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from collectives import launch
 from collectives.cli import main
+from ebpf import EbpfUnavailable, program
+from fabricmodel.topology import load
 
 
 @pytest.mark.netns
@@ -27,8 +30,6 @@ def test_run_prints_a_table_and_writes_json_lines(bridge_net, tmp_path):
 
 @pytest.mark.netns
 def test_run_takes_rank_addresses_from_a_topology_file(bridge_net):
-    from controller.topology import load
-
     path = "controller/topologies/leafspine-2x2.yaml"
     topo = load(path)
     net = bridge_net(4, addresses=[topo.host_by_rank(r).ip for r in range(4)], prefix=8)
@@ -58,9 +59,6 @@ def test_bad_arguments_are_refused_before_anything_starts(args, message):
 
 @pytest.mark.parametrize("policy", ["spray", "reps", "ethereal"])
 def test_a_policy_in_ebpf_stops_with_one_sentence_where_ebpf_cannot_load(monkeypatch, policy):
-    from collectives import launch
-    from ebpf import EbpfUnavailable, program
-
     def unavailable():
         raise EbpfUnavailable("kernel headers for 6.1.0 are missing: run `make setup`.")
 

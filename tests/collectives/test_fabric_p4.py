@@ -11,6 +11,7 @@ from collectives_check import ALL, assert_results, runs
 from google.protobuf import text_format
 
 from collectives.launch import launch
+from ebpf.impair import Impair
 from tests.conftest import unique_name
 
 sh = pytest.importorskip("p4runtime_sh.shell")
@@ -141,8 +142,6 @@ def test_switchml_and_multicast_allgather_through_fabric_p4(leaf, tmp_path):
 
 @pytest.mark.ebpf
 def test_switchml_through_fabric_p4_under_loss(leaf, tmp_path):
-    from ebpf.impair import Impair
-
     namespaces, ips, devs, _ = leaf
     prog = Impair.load()
     prog.configure(drop=0.05, udp_dport=4791, seed=11)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collectives import fabric_view
 from collectives.lb import make_policy
 from collectives.transport import SendQP, TransportConfig
-from controller import hashing
-from controller.topology import load
+from fabricmodel import hashing
+from fabricmodel.topology import load
 
 TOPO = load("controller/topologies/leafspine-2x2.yaml")
 HOSTS = [TOPO.host_by_rank(r).name for r in range(4)]

@@ -14,6 +14,7 @@ from collectives_check import runs
 from collectives import netreduce as nr
 from collectives.launch import launch
 from collectives.runner import expected, make_input
+from ebpf.impair import Impair
 
 pytest.importorskip("p4switch")
 from nr_fabric import build  # noqa: E402
@@ -40,8 +41,6 @@ def fabric(tmp_path_factory):
 
 
 def _impair(fabric, hosts, drop, duplicate, seed):
-    from ebpf.impair import Impair
-
     prog = Impair.load()
     prog.configure(drop=drop, duplicate=duplicate, udp_dport=4791, seed=seed)
     for h in hosts:

@@ -18,6 +18,7 @@ from collectives.transport import (
     Stats,
     TransportConfig,
 )
+from fabricmodel import rocev2
 
 
 class Recorder:
@@ -38,7 +39,7 @@ class Recorder:
         return len(roce) + 32
 
     def send_cnp(self, dst, qpn):
-        self.sent.append((wire.CNP, 0, b"", 0, 0))
+        self.sent.append((rocev2.CNP, 0, b"", 0, 0))
 
     def place(self, peer, msg_id, offset, data):
         self.msgs.setdefault(msg_id, Message()).write(offset, data)
@@ -52,7 +53,7 @@ def _acks(frames):
     """(syndrome, psn, echoed entropy = the ACK's source port, BECN) of the ACK/NAKs."""
     out = []
     for op, psn, roce, _, sport in frames:
-        if op == wire.ACKNOWLEDGE:
+        if op == rocev2.ACKNOWLEDGE:
             assert len(roce) == 16                # BTH + AETH: a standard ACK
             (word,) = wire.AETH_HDR.unpack_from(roce, 12)
             out.append((word >> 24, psn, sport, int(wire.parse_bth(roce + bytes(4))[5])))
@@ -63,8 +64,8 @@ def _write_packets(n: int, start: int = 0xFFFFFE) -> list[tuple[int, int, bytes]
     """(opcode, psn, body) of an n-packet RDMA WRITE of 256-byte payloads, message 0."""
     out = []
     for i in range(n):
-        op = wire.WRITE_ONLY if n == 1 else wire.WRITE_FIRST if i == 0 else \
-            wire.WRITE_LAST if i == n - 1 else wire.WRITE_MIDDLE
+        op = rocev2.WRITE_ONLY if n == 1 else rocev2.WRITE_FIRST if i == 0 else \
+            rocev2.WRITE_LAST if i == n - 1 else rocev2.WRITE_MIDDLE
         body = (wire.reth(0, 0, 256 * n) if i == 0 else b"") + bytes([i]) * 256
         out.append((op, wire.psn_add(start, i), body))
     return out
@@ -86,14 +87,14 @@ def test_receiver_naks_a_gap_and_completes_after_the_repair(mode):
     _deliver(qp, pkts[4])
     naks = _acks(ep.take())
     if mode == "gbn":
-        assert naks == [(wire.AETH_NAK_PSN, 0, 0xC001, 0)]    # one NAK per gap
+        assert naks == [(rocev2.AETH_NAK_PSN, 0, 0xC001, 0)]    # one NAK per gap
         assert ep.stats.out_of_order == 2
         for p in pkts[2:]:                        # go-back-N: everything from the gap again
             _deliver(qp, p, ackreq=p is pkts[-1])
     else:
-        assert [n[:2] for n in naks] == [(wire.AETH_NAK_PSN, 0)] * 2
+        assert [n[:2] for n in naks] == [(rocev2.AETH_NAK_PSN, 0)] * 2
         _deliver(qp, pkts[2])                     # selective repeat: only the hole
-    assert _acks(ep.take())[-1][:2] == (wire.AETH_ACK, 2)
+    assert _acks(ep.take())[-1][:2] == (rocev2.AETH_ACK, 2)
     msg = ep.msgs[0]
     msg.post(256 * 5)
     assert msg.complete() and bytes(msg.buf) == b"".join(bytes([i]) * 256 for i in range(5))
@@ -106,7 +107,7 @@ def test_duplicates_are_dropped_counted_and_reacknowledged():
     _deliver(qp, pkts[0])
     _deliver(qp, pkts[0], ackreq=True)
     assert ep.stats.duplicates == 1
-    assert _acks(ep.take()) == [(wire.AETH_ACK, 0xFFFFFE, 0xC001, 0)]
+    assert _acks(ep.take()) == [(rocev2.AETH_ACK, 0xFFFFFE, 0xC001, 0)]
     assert ep.msgs[0].received == 256
 
 
@@ -115,8 +116,8 @@ def test_ce_marked_data_gets_a_cnp_and_an_ece_echo():
     qp = RecvQP(ep, 1, 0)
     _deliver(qp, _write_packets(1)[0], ackreq=True, ce=True, sport=0xD123)
     frames = ep.take()
-    assert frames[0][0] == wire.CNP
-    assert _acks(frames) == [(wire.AETH_ACK, 0xFFFFFE, 0xD123, 1)]
+    assert frames[0][0] == rocev2.CNP
+    assert _acks(frames) == [(rocev2.AETH_ACK, 0xFFFFFE, 0xD123, 1)]
     assert ep.stats.ecn_marked == 1
 
 
@@ -134,7 +135,7 @@ def test_sender_keeps_the_window_and_sets_ect0():
     frames = ep.take()
     assert [f[1] for f in frames] == [0xFFFFFE, 0xFFFFFF, 0, 1]
     assert all(f[3] == wire.ECN_ECT0 for f in frames)
-    assert frames[0][0] == wire.WRITE_FIRST and frames[1][0] == wire.WRITE_MIDDLE
+    assert frames[0][0] == rocev2.WRITE_FIRST and frames[1][0] == rocev2.WRITE_MIDDLE
 
 
 @pytest.mark.parametrize("mode,resent", [("gbn", [0, 1, 2, 3]), ("sr", [0])])
@@ -142,7 +143,7 @@ def test_a_nak_rewinds_go_back_n_but_selective_repeat_resends_one(mode, resent):
     ep, qp, op = _sender(mode)
     qp.pump(0.0, 100)
     ep.take()
-    qp.on_ack(0, wire.AETH_NAK_PSN, 0.001)   # covers FFFFFE, FFFFFF; 0 is missing
+    qp.on_ack(0, rocev2.AETH_NAK_PSN, 0.001)   # covers FFFFFE, FFFFFF; 0 is missing
     qp.pump(0.001, 100)
     psns = [f[1] for f in ep.take()]
     assert psns[:len(resent)] == resent
@@ -150,13 +151,13 @@ def test_a_nak_rewinds_go_back_n_but_selective_repeat_resends_one(mode, resent):
         assert ep.stats.retransmitted == 2 and psns == [0, 1, 2, 3]
     else:
         assert ep.stats.retransmitted == 1 and psns == [0, 2, 3]     # then new packets
-    qp.on_ack(wire.psn_add(0xFFFFFE, 9), wire.AETH_ACK, 0.002)
+    qp.on_ack(wire.psn_add(0xFFFFFE, 9), rocev2.AETH_ACK, 0.002)
     assert len(qp.inflight) == 4                   # an ACK beyond what was sent is ignored
-    qp.on_ack(3, wire.AETH_ACK, 0.002)
+    qp.on_ack(3, rocev2.AETH_ACK, 0.002)
     assert not qp.inflight and not op.done
     qp.pump(0.002, 100)
     assert [f[1] for f in ep.take()] == [4, 5]
-    qp.on_ack(5, wire.AETH_ACK, 0.003)
+    qp.on_ack(5, rocev2.AETH_ACK, 0.003)
     assert op.done and not qp.busy()
 
 
@@ -190,7 +191,7 @@ def test_ooo_receiver_places_reordered_packets_without_a_nak():
     for i in (0, 2, 3, 1, 5, 4):                  # reordered, nothing lost
         _deliver(qp, pkts[i], ackreq=True, sport=0xC000 + i)
     acks = _acks(ep.take())
-    assert all(a[0] == wire.AETH_ACK for a in acks)                 # never a NAK
+    assert all(a[0] == rocev2.AETH_ACK for a in acks)                 # never a NAK
     assert [a[2] for a in acks] == [0xC000 + i for i in (0, 2, 3, 1, 5, 4)]   # every echo
     assert acks[-1][1] == wire.psn_add(0xFFFFFE, 5)
     assert ep.stats.out_of_order == 3 and ep.stats.naks_sent == 0
@@ -212,7 +213,7 @@ def test_ooo_packets_before_their_first_wait_for_its_reth():
     msg = ep.msgs[0]
     msg.post(256 * 4)
     assert bytes(msg.buf) == b"".join(bytes([i]) * 256 for i in range(4))
-    assert _acks(ep.take())[-1][:2] == (wire.AETH_ACK, 1)
+    assert _acks(ep.take())[-1][:2] == (rocev2.AETH_ACK, 1)
 
 
 def test_ooo_receiver_declares_a_loss_at_the_reordering_threshold():
@@ -225,9 +226,9 @@ def test_ooo_receiver_declares_a_loss_at_the_reordering_threshold():
     assert _acks(ep.take()) == []                 # not a loss yet: reordering
     _deliver(qp, pkts[5])                         # 4 past the gap: declared lost, once
     _deliver(qp, pkts[6])
-    assert [a[:2] for a in _acks(ep.take())] == [(wire.AETH_NAK_PSN, 0xFFFFFF)]
+    assert [a[:2] for a in _acks(ep.take())] == [(rocev2.AETH_NAK_PSN, 0xFFFFFF)]
     _deliver(qp, pkts[1], ackreq=True)            # the repair: everything placed is covered
-    assert [a[:2] for a in _acks(ep.take())] == [(wire.AETH_ACK, 4)]
+    assert [a[:2] for a in _acks(ep.take())] == [(rocev2.AETH_ACK, 4)]
     assert ep.msgs[0].received == 7 * 256
 
 
@@ -236,7 +237,7 @@ def test_a_timeout_is_reported_to_the_policy_with_the_packet_that_timed_out():
     seen = []
     ep.timeout_hooks.append(lambda q, psn: seen.append((q, psn)))
     qp.pump(0.0, 100)
-    qp.on_ack(0xFFFFFF, wire.AETH_ACK, 0.001)     # two acknowledged; PSN 0 stalls
+    qp.on_ack(0xFFFFFF, rocev2.AETH_ACK, 0.001)     # two acknowledged; PSN 0 stalls
     qp.on_timer(1.0)
     assert seen == [(qp, 0)] and ep.stats.timeouts == 1
 
@@ -249,21 +250,21 @@ def test_ooo_a_filled_gap_is_acknowledged_at_once():
     pkts = _write_packets(3)
     _deliver(qp, pkts[0])
     _deliver(qp, pkts[2], ackreq=True)            # the message's LAST asks, early
-    assert [a[:2] for a in _acks(ep.take())] == [(wire.AETH_ACK, 0xFFFFFE)]
+    assert [a[:2] for a in _acks(ep.take())] == [(rocev2.AETH_ACK, 0xFFFFFE)]
     _deliver(qp, pkts[1])                         # the gap fills: everything is covered
-    assert [a[:2] for a in _acks(ep.take())] == [(wire.AETH_ACK, 0)]
+    assert [a[:2] for a in _acks(ep.take())] == [(rocev2.AETH_ACK, 0)]
 
 
 def test_ooo_after_a_timeout_each_partial_ack_resends_the_next_hole():
     ep, qp, _ = _sender("ooo", window=8, packets=8, min_rto=0.01)
     qp.pump(0.0, 100)
     ep.take()                                     # PSNs FFFFFE .. 5 in flight
-    qp.on_ack(0xFFFFFE, wire.AETH_ACK, 0.001)     # an RTT of 1 ms
+    qp.on_ack(0xFFFFFE, rocev2.AETH_ACK, 0.001)     # an RTT of 1 ms
     qp.on_timer(1.0)                              # then nothing: the oldest again
     assert [f[1] for f in ep.take()] == [0xFFFFFF]
-    qp.on_ack(1, wire.AETH_ACK, 1.002)            # it arrived; up to 1 covered, 2 is a hole
+    qp.on_ack(1, rocev2.AETH_ACK, 1.002)            # it arrived; up to 1 covered, 2 is a hole
     assert [f[1] for f in ep.take()] == [2]
-    qp.on_ack(5, wire.AETH_ACK, 1.004)            # everything covered: recovery ends
+    qp.on_ack(5, rocev2.AETH_ACK, 1.004)            # everything covered: recovery ends
     assert ep.take() == [] and qp.recover is None
     assert ep.stats.retransmitted == 2 and ep.stats.timeouts == 1
 
@@ -273,8 +274,8 @@ def test_ooo_a_spurious_timeout_resends_nothing_more():
     ep, qp, _ = _sender("ooo", window=8, packets=8, min_rto=0.01)
     qp.pump(0.0, 100)
     ep.take()
-    qp.on_ack(0xFFFFFE, wire.AETH_ACK, 0.010)     # an RTT of 10 ms
+    qp.on_ack(0xFFFFFE, rocev2.AETH_ACK, 0.010)     # an RTT of 10 ms
     qp.on_timer(1.0)
     assert [f[1] for f in ep.take()] == [0xFFFFFF]
-    qp.on_ack(1, wire.AETH_ACK, 1.0001)           # 0.1 ms later: the originals' ACK
+    qp.on_ack(1, rocev2.AETH_ACK, 1.0001)           # 0.1 ms later: the originals' ACK
     assert ep.take() == [] and qp.recover is None

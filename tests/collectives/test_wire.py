@@ -11,6 +11,8 @@ from collectives.algorithms import segments
 from collectives.layers import RETH, Aggregation, ReliableBroadcast
 from collectives.lb import even_split, make_policy
 from collectives.transport import SendQP, TransportConfig
+from fabricmodel import hashing, rocev2
+from fabricmodel.topology import leaf_spine
 
 SRC, DST = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
 
@@ -27,7 +29,7 @@ def _parse(roce: bytes, sport: int = 0xC123, tos: int = wire.ECN_ECT0) -> IP:
 
 def test_write_first_with_reth_parses_and_icrc_matches():
     payload = bytes(range(256)) * 4
-    roce = wire.bth(wire.WRITE_FIRST, 0x100203, 0xFFFFFE, ackreq=True) + \
+    roce = wire.bth(rocev2.WRITE_FIRST, 0x100203, 0xFFFFFE, ackreq=True) + \
         wire.reth(4096, 7, 3000) + payload
     pkt = _parse(roce)
     assert pkt[IP].tos == wire.ECN_ECT0
@@ -38,7 +40,7 @@ def test_write_first_with_reth_parses_and_icrc_matches():
 
 
 def test_icrc_changes_with_the_ip_id_but_not_with_tos_or_ttl():
-    roce = wire.bth(wire.SEND_ONLY, 5, 1) + b"abcd"
+    roce = wire.bth(rocev2.SEND_ONLY, 5, 1) + b"abcd"
     a = wire.frame(SRC, DST, 0xC000, 1, 0, roce)
     b = wire.frame(SRC, DST, 0xC000, 2, 0, roce)
     c = bytearray(wire.frame(SRC, DST, 0xC000, 1, wire.ECN_CE, roce))
@@ -47,13 +49,13 @@ def test_icrc_changes_with_the_ip_id_but_not_with_tos_or_ttl():
 
 
 def test_padding_and_middle_packets():
-    roce = wire.bth(wire.WRITE_MIDDLE, 9, 3, pad=2) + b"xy\0\0"
+    roce = wire.bth(rocev2.WRITE_MIDDLE, 9, 3, pad=2) + b"xy\0\0"
     pkt = _parse(roce)
     assert pkt[BTH].padcount == 2 and pkt[BTH].opcode == 0x07
 
 
 def test_ack_is_standard_and_echoes_in_its_source_port_and_becn():
-    roce = wire.bth(wire.ACKNOWLEDGE, 0x200001, 77, becn=True) + wire.aeth(wire.AETH_NAK_PSN, 5)
+    roce = wire.bth(rocev2.ACKNOWLEDGE, 0x200001, 77, becn=True) + wire.aeth(rocev2.AETH_NAK_PSN, 5)
     pkt = _parse(roce, sport=0xD00D, tos=0)
     assert pkt[BTH].opcode == 0x11 and pkt[BTH].psn == 77 and pkt[BTH].becn == 1
     assert pkt[AETH].syndrome == 0x60 and pkt[AETH].msn == 5
@@ -63,13 +65,13 @@ def test_ack_is_standard_and_echoes_in_its_source_port_and_becn():
 
 
 def test_cnp_is_rocev2_cnp():
-    pkt = _parse(wire.bth(wire.CNP, 0x200003, 0, becn=True) + wire.CNP_PAD, tos=0)
+    pkt = _parse(wire.bth(rocev2.CNP, 0x200003, 0, becn=True) + wire.CNP_PAD, tos=0)
     assert pkt[BTH].opcode == 0x81 and pkt[BTH].becn == 1 and pkt.haslayer(CNPPadding)
 
 
 def test_reliable_broadcast_header():
-    roce = wire.bth(wire.RBCAST, 0xFFFFFF, 3) + \
-        wire.RBCAST_HDR.pack(9, 2, 3, 4, wire.RBCAST_FLAG_LAST) + b"data"
+    roce = wire.bth(rocev2.RBCAST, 0xFFFFFF, 3) + \
+        wire.RBCAST_HDR.pack(9, 2, 3, 4, rocev2.RBCAST_FLAG_LAST) + b"data"
     rb = _parse(roce)[ReliableBroadcast]
     assert (rb.task, rb.root, rb.chunk, rb.chunks, rb.flags) == (9, 2, 3, 4, 1)
     assert bytes(rb.payload)[:4] == b"data"
@@ -77,7 +79,7 @@ def test_reliable_broadcast_header():
 
 def test_aggregation_encoding_matches_the_contract_class():
     values = np.arange(-16, 16, dtype=np.int32) * 1000003
-    roce = switchml.encode(3, 17, 70000, 2, 4, wire.AGG_FLAG_VERSION, values)
+    roce = switchml.encode(3, 17, 70000, 2, 4, rocev2.AGG_FLAG_VERSION, values)
     agg = _parse(roce)[Aggregation]
     assert (agg.job_id, agg.slot, agg.chunk_seq, agg.worker_id, agg.num_workers, agg.flags) == \
         (3, 17, 70000, 2, 4, 2)
@@ -99,7 +101,7 @@ def test_malformed_bth_is_rejected():
     with pytest.raises(wire.WireError, match="version"):
         wire.parse_bth(bytes([0x06, 0x01]) + bytes(14))
     with pytest.raises(wire.WireError, match="too short"):
-        switchml.decode(wire.bth(wire.AGGREGATION, 1, 1) + bytes(20))
+        switchml.decode(wire.bth(rocev2.AGGREGATION, 1, 1) + bytes(20))
 
 
 def test_even_split_and_segments():
@@ -154,8 +156,6 @@ def test_ecmp_splits_over_qps_each_with_its_own_fixed_port():
 
 
 def test_ethereal_shuffles_differ_per_rank_whatever_the_seed():
-    from controller.topology import leaf_spine
-
     topo = leaf_spine(2, 2, 3)
     hosts = [topo.host_by_rank(r).name for r in range(6)]
     for seed in (0, 1, 2):
@@ -172,9 +172,6 @@ def rng_draws(rng):
 
 
 def test_ethereal_policy_splits_with_the_controller_planner():
-    from controller import hashing
-    from controller.topology import leaf_spine
-
     topo = leaf_spine(2, 2, 3)
     hosts = [topo.host_by_rank(r).name for r in range(6)]
     ips = [topo.host_by_rank(r).ip for r in range(6)]

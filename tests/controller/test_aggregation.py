@@ -2,9 +2,9 @@ from collections import Counter
 
 import pytest
 
-from controller import topology as t
 from controller.aggregation import AggregationError, AggregationPlanner
 from controller.multicast import MulticastPlanner
+from fabricmodel import topology as t
 from tests.controller.test_multicast import deliver
 
 

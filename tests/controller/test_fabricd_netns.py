@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.topology import load
+from fabricmodel.topology import load
 
 REPO = Path(__file__).resolve().parents[2]
 TOPO = REPO / "controller" / "topologies" / "leafspine-2x2.yaml"

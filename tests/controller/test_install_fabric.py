@@ -6,10 +6,10 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from controller import install_fabric
-from controller.ethereal import Flow
 from controller.install_intent import Intent
 from controller.p4rt import MulticastGroup, Schema, sync
-from controller.topology import host_mac, switch_port_mac
+from fabricmodel.ethereal import Flow
+from fabricmodel.topology import host_mac, switch_port_mac
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

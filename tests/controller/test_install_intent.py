@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.ethereal import Flow
 from controller.install_intent import Intent, IntentError
+from fabricmodel.ethereal import Flow
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "controller" / "topologies"
 

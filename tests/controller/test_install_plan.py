@@ -3,10 +3,11 @@ from pathlib import Path
 
 import pytest
 
-from controller import hashing, install
-from controller.ethereal import Flow
+from controller import install
 from controller.install_intent import Intent
-from controller.topology import host_mac, switch_port_mac
+from fabricmodel import hashing, rocev2
+from fabricmodel.ethereal import Flow
+from fabricmodel.topology import host_mac, switch_port_mac
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "controller" / "topologies"
 
@@ -72,7 +73,7 @@ def test_step_pins_follow_the_planned_paths_and_sports_hash_onto_them():
         first = sub.path.hops[0]
         pins = [p for p in plans[first.src].pins if p.sport == sub.sport and p.src_ip == src.ip]
         assert [p.hop.port for p in pins] == [first.src_port]
-        member = hashing.ecmp_member(src.ip, dst.ip, hashing.UDP, sub.sport, 4791, 4)
+        member = hashing.ecmp_member(src.ip, dst.ip, rocev2.UDP, sub.sport, 4791, 4)
         assert member == first.src_port - 5   # uplinks are ports 5..8
 
 

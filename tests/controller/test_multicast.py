@@ -2,10 +2,10 @@ from collections import Counter
 
 import pytest
 
-from controller import topology as t
-from controller.multicast import MulticastError, MulticastPlanner
-from controller.routing import Routing
+from controller.multicast import MulticastError, MulticastPlanner, tree
 from controller.vclos import VClosAllocator
+from fabricmodel import topology as t
+from fabricmodel.routing import Routing
 
 
 def deliver(topo, group, sender, start=None):
@@ -110,7 +110,6 @@ def test_bad_requests_change_nothing():
 
 
 def test_tree_function_is_stateless_and_matches_the_planner():
-    from controller.multicast import tree
     topo = t.leaf_spine(4, 4, 4)
     g = MulticastPlanner(topo).create("job", "world", ["h1", "h6", "h11"])
     again = tree(topo, Routing(topo), ["h1", "h6", "h11"], g.group_id)

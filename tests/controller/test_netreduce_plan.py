@@ -6,7 +6,7 @@ import pytest
 
 from controller.install_intent import Intent, IntentError
 from controller.netreduce import NetReduceError, NetReducePlanner, entries
-from controller.topology import load
+from fabricmodel.topology import load
 
 REPO = Path(__file__).resolve().parents[2]
 TOPOS = REPO / "controller" / "topologies"

@@ -1,9 +1,9 @@
 import pytest
 
-from controller import topology as t
-from controller.ethereal import plan_step
-from controller.steps import all_to_all, flows_of
 from controller.vclos import AllocationError, OCSVClosAllocator, Slice, VClosAllocator
+from fabricmodel import topology as t
+from fabricmodel.ethereal import plan_step
+from fabricmodel.steps import all_to_all, flows_of
 
 
 def fabric_links(topo, sl):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.topology import load
+from fabricmodel.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker" / "compose.yaml"

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from collectives.launch import launch
+from fabricmodel.topology import load
+
 ROOT = Path(__file__).resolve().parents[2]
 TOPO = ROOT / "controller" / "topologies" / "leafspine-2x2.yaml"
 pytestmark = [pytest.mark.mininet, pytest.mark.slow]
@@ -18,8 +21,6 @@ def fabric(tmp_path):
     sys.path.insert(0, str(ROOT / "mininet"))
     from fabric_net import build_net, configure_hosts
     from fabricd_proc import Fabricd
-
-    from controller.topology import load
 
     topo = load(TOPO)
     net = build_net(topo, log_dir=str(tmp_path))
@@ -39,8 +40,6 @@ def spine_tx(fabricd, spine):
 
 def test_fabricd_programs_the_mininet_fabric_and_ethereal_uses_both_spines(fabric):
     from fabric_net import host_netns, ping_all
-
-    from collectives.launch import launch
 
     net, topo, fabricd = fabric
     state = fabricd.ctl("--json", "state")

@@ -15,6 +15,10 @@ from scapy.contrib.roce import AETH, BTH
 from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether
 
+from collectives.entropy import derived_sport
+from collectives.launch import launch, policy_program
+from fabricmodel.topology import load
+
 ROOT = Path(__file__).resolve().parents[2]
 TOPO = ROOT / "controller" / "topologies" / "leafspine-2x2.yaml"
 pytestmark = [pytest.mark.mininet, pytest.mark.slow]
@@ -29,8 +33,6 @@ def fabric(tmp_path_factory):
     sys.path.insert(0, str(ROOT / "mininet"))
     from fabric_net import build_net, configure_hosts, host_netns
     from fabricd_proc import Fabricd
-
-    from controller.topology import load
 
     logs = tmp_path_factory.mktemp("fabric")
     topo = load(TOPO)
@@ -76,8 +78,6 @@ class Capture:
 
 
 def _launch(fabric, policy, seed=0):
-    from collectives.launch import launch
-
     topo, fabricd, hosts, namespaces = fabric
     with ExitStack() as stack:
         caps = []
@@ -112,8 +112,6 @@ def _check_standard(pkts) -> list:
 
 
 def _qp_port(rank: int, peer: int, idx: int, seed: int) -> int:
-    from collectives.entropy import derived_sport
-
     return derived_sport(seed, rank, peer, idx)
 
 
@@ -131,8 +129,6 @@ def test_ecmp_runs_no_program_and_each_qp_keeps_its_port(fabric):
 
 
 def test_ethereal_ports_are_the_pins_the_planner_wrote(fabric):
-    from collectives.launch import policy_program
-
     rows, pkts = _launch(fabric, "ethereal")
     pins = {(e.dst_ip, e.dst_qp): e for e in policy_program("ethereal").entries()}
     assert pins and all(e.generation == 0 for e in pins.values())   # no loss: no re-pick
@@ -149,8 +145,6 @@ def test_ethereal_ports_are_the_pins_the_planner_wrote(fabric):
 
 
 def test_spraying_over_both_spines_reorders_without_retransmitting(fabric):
-    from collectives.launch import policy_program
-
     _, fabricd, _, _ = fabric
     before = {s: _spine_tx(fabricd, s) for s in ("spine1", "spine2")}
     rows, pkts = _launch(fabric, "spray")
@@ -168,8 +162,6 @@ def test_spraying_over_both_spines_reorders_without_retransmitting(fabric):
 
 
 def test_reps_recycles_the_entropies_its_acks_bring_back(fabric):
-    from collectives.launch import policy_program
-
     _, _, hosts, _ = fabric
     rows, pkts = _launch(fabric, "reps")
     reps = policy_program("reps")

@@ -14,7 +14,8 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from collectives.layers import AGG_OPCODE, Aggregation
+from collectives.layers import Aggregation
+from fabricmodel.rocev2 import AGGREGATION
 
 FABRIC_P4 = Path(__file__).resolve().parents[2] / "p4src" / "fabric.p4"
 HOST_PORTS = list(range(1, 9))
@@ -69,7 +70,7 @@ def agg(worker: int, values, *, job: int = 7, slot: int = 0, version: int = 0,
     """A contribution from host `worker + 1` (worker ids are 0-based); scapy appends the ICRC."""
     return bytes(Ether(src=host_mac(worker + 1), dst=port_smac(worker + 1))
                  / IP(src=host_ip(worker + 1), dst=dst) / UDP(sport=sport, dport=ROCE)
-                 / BTH(opcode=AGG_OPCODE, dqpn=0x11, psn=chunk_seq)
+                 / BTH(opcode=AGGREGATION, dqpn=0x11, psn=chunk_seq)
                  / Aggregation(job_id=job, slot=slot, chunk_seq=chunk_seq, worker_id=worker,
                                num_workers=num_workers, flags=version << 1, values=list(values)))
 

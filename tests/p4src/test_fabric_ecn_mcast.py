@@ -17,7 +17,8 @@ from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from collectives.layers import RBCAST_OPCODE, ReliableBroadcast
+from collectives.layers import ReliableBroadcast
+from fabricmodel.rocev2 import RBCAST
 
 pytest_plugins = ["fabric_fixtures"]  # the `sw` fixture
 
@@ -123,7 +124,7 @@ def test_reliable_broadcast_chunks_are_replicated_untouched(sw):
     _mcast_leaf(sw)
     data = bytes(Ether(src=host_mac(1), dst=port_smac(1))
                  / IP(src=host_ip(1), dst=GROUP_IP) / UDP(sport=0xC000, dport=4791)
-                 / BTH(opcode=RBCAST_OPCODE, dqpn=0xFFFFFF, psn=3)
+                 / BTH(opcode=RBCAST, dqpn=0xFFFFFF, psn=3)
                  / ReliableBroadcast(task=1, root=0, chunk=3, chunks=9) / (b"shard" * 40))
     outs = dict(sw.process(1, data))
     assert set(outs) == {2, 5, 11, 12}

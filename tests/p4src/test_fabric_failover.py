@@ -12,7 +12,7 @@ from fabric_testlib import (
     udp,
 )
 
-from controller import hashing
+from fabricmodel import hashing
 
 pytest_plugins = ["fabric_fixtures"]  # the `sw` fixture
 

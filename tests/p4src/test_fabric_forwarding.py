@@ -16,7 +16,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
-from controller import hashing
+from fabricmodel import hashing
 
 pytest_plugins = ["fabric_fixtures"]  # the `sw` fixture
 

@@ -21,6 +21,7 @@ from controller.install import plan_switches
 from controller.install_intent import Intent
 from controller.netreduce import NetReducePlanner, down_qpn, entries, up_qpn
 from controller.p4rt import Schema
+from fabricmodel import rocev2
 from p4switch.runtime.pipeline import Pipeline
 
 pytest_plugins = ["fabric_fixtures"]
@@ -100,17 +101,17 @@ class Fabric:
         psn = (self.ipsn[w] + g) & wire.PSN_MASK
         payload = b"".join(int(v & 0xFFFFFFFF).to_bytes(4, "big") for v in values)
         if g % nr.MSG_PKTS == 0:
-            roce = wire.bth(wire.WRITE_FIRST, data_qpn, psn) + \
+            roce = wire.bth(rocev2.WRITE_FIRST, data_qpn, psn) + \
                 wire.reth(g * nr.PKT_BYTES, JOB, nr.MSG_BYTES) + payload
         else:
             last = g % nr.MSG_PKTS == nr.MSG_PKTS - 1
-            roce = wire.bth(wire.WRITE_LAST if last else wire.WRITE_MIDDLE, data_qpn, psn) + payload
+            roce = wire.bth(rocev2.WRITE_LAST if last else rocev2.WRITE_MIDDLE, data_qpn, psn) + payload
         return self.from_host(w, roce)
 
-    def ack(self, w, g, syndrome=wire.AETH_ACK, echo=True):
+    def ack(self, w, g, syndrome=rocev2.AETH_ACK, echo=True):
         _, ack_qpn = nr.aggregator_qpns(self.rank(w), JOB)
         # a standard ACK, or one with 4 more bytes after the AETH (an entropy echo)
-        roce = wire.bth(wire.ACKNOWLEDGE, ack_qpn, g) + wire.aeth(syndrome, 1) + \
+        roce = wire.bth(rocev2.ACKNOWLEDGE, ack_qpn, g) + wire.aeth(syndrome, 1) + \
             (b"\xc0\x05\x00\x00" if echo else b"")
         return self.from_host(w, bytes(roce))
 
@@ -136,7 +137,7 @@ def parse(frame):
     raw = bytes(ip)
     roce = raw[28:]
     op, _pad, dqpn, psn, ackreq, _ = wire.parse_bth(roce)
-    reth = wire.RETH_HDR.unpack_from(roce, 12) if op in (wire.WRITE_FIRST, wire.WRITE_ONLY) else None
+    reth = wire.RETH_HDR.unpack_from(roce, 12) if op in (rocev2.WRITE_FIRST, rocev2.WRITE_ONLY) else None
     body = roce[12 + (16 if reth else 0):-4]
     values = [int.from_bytes(body[i:i + 4], "big", signed=True) for i in range(0, len(body), 4)]
     icrc_ok = wire.icrc(raw[:28], roce[:-4]) == roce[-4:]
@@ -159,7 +160,7 @@ def test_one_leaf_first_and_later_packets_sum_exactly(fabric_config, count):
         for port, frame in outs:
             w = next(w for w in workers if fab.host(w).leaf_port == port)
             src, dst, op, dqpn, psn, ackreq, reth, values, icrc_ok = parse(frame)
-            assert (src, dst, op, dqpn, psn) == ("10.0.1.253", fab.host(w).ip, wire.WRITE_ONLY,
+            assert (src, dst, op, dqpn, psn) == ("10.0.1.253", fab.host(w).ip, rocev2.WRITE_ONLY,
                                                  result_qpn, g)
             assert reth == (g * nr.PKT_BYTES, JOB, nr.PKT_BYTES) and values == want and icrc_ok
             assert ackreq == (g == nr.MSG_PKTS - 1)     # one ACK request per message
@@ -200,7 +201,7 @@ def test_retransmission_after_completion_gets_the_kept_sum_by_unicast(fabric_con
         src, dst, op, dqpn, psn, ackreq, reth, values, icrc_ok = parse(frame)
         assert port == fab.host("h2").leaf_port and dst == fab.host("h2").ip
         assert (op, dqpn, psn, ackreq, values, icrc_ok) == \
-            (wire.WRITE_ONLY, result_qpn, 0, True, [10] * nr.VALUES, True)
+            (rocev2.WRITE_ONLY, result_qpn, 0, True, [10] * nr.VALUES, True)
     assert fab.events("leaf1")[EV_KEPT] == 2
 
 
@@ -208,14 +209,14 @@ def test_ack_of_results_becomes_the_ack_of_contributions(fabric_config):
     fab = Fabric(fabric_config, ["h1", "h2"])
     fab.contribution("h1", 0, [1] * nr.VALUES)
     _, reply_ack_qpn = nr.worker_qpns(2, JOB)
-    for syndrome, echo in ((wire.AETH_ACK, True), (wire.AETH_NAK_PSN, True),
-                           (wire.AETH_ACK, False)):      # a plain RoCE ACK works too
+    for syndrome, echo in ((rocev2.AETH_ACK, True), (rocev2.AETH_NAK_PSN, True),
+                           (rocev2.AETH_ACK, False)):      # a plain RoCE ACK works too
         ((port, frame),) = fab.ack("h1", 3, syndrome, echo)
         ip = Ether(frame)[IP]
         raw = bytes(ip)
         op, _, dqpn, psn, _, _ = wire.parse_bth(raw[28:])
         assert (port, ip.src, ip.dst, op, dqpn) == (fab.host("h1").leaf_port, "10.0.1.253",
-                                                    fab.host("h1").ip, wire.ACKNOWLEDGE,
+                                                    fab.host("h1").ip, rocev2.ACKNOWLEDGE,
                                                     reply_ack_qpn)
         assert psn == (fab.ipsn["h1"] + 3) & wire.PSN_MASK
         assert raw[40] == syndrome
@@ -264,7 +265,7 @@ def test_spine_stage_sums_the_leaves_and_multicasts_down(fabric_config):
         src, dst, op, dqpn, psn, _, reth, values, icrc_ok = parse(frame)
         assert (dst, dqpn, psn, op, icrc_ok) == (fab.job.stages[-1].address,
                                                  up_qpn(fab.topo, leaf, JOB), 0,
-                                                 wire.WRITE_ONLY, True)
+                                                 rocev2.WRITE_ONLY, True)
         link = fab.topo.links_between(leaf, spine)[0]
         assert port == link.port_of(leaf)
         downs += fab.send(spine, link.port_of(spine), frame)

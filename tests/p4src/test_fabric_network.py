@@ -9,7 +9,8 @@ from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
 import p4switch
-from collectives.layers import AGG_FLAG_RESULT, Aggregation
+from collectives.layers import Aggregation
+from fabricmodel.rocev2 import AGG_FLAG_RESULT
 
 pytest_plugins = ["fabric_fixtures"]
 

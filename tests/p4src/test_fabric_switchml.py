@@ -19,7 +19,8 @@ from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from collectives.layers import AGG_FLAG_RESULT, AGG_OPCODE, AGG_VALUES, Aggregation
+from collectives.layers import Aggregation
+from fabricmodel.rocev2 import AGG_FLAG_RESULT, AGG_VALUES, AGGREGATION
 
 pytest_plugins = ["fabric_fixtures"]  # the `sw` fixture
 
@@ -62,7 +63,7 @@ def _contribute(sw, worker, values, slot=0, **kw):
 
 def _check_result(out, port, sums, version, *, dst_ip):
     pkt = Ether(out)
-    assert pkt[BTH].opcode == AGG_OPCODE
+    assert pkt[BTH].opcode == AGGREGATION
     a = pkt[Aggregation]
     assert a.values == sums
     assert a.flags == AGG_FLAG_RESULT | (version << 1)

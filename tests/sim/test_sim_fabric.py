@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from controller import ethereal, hashing, steps
-from controller.topology import fat_tree, leaf_spine
+from fabricmodel import ethereal, hashing, steps
+from fabricmodel.topology import fat_tree, leaf_spine
 from sim.collective import Run
 from sim.fabric import HEADER_BYTES, LinkSpec, SimFabric, Transport, ip_int, ns3
 from sim.ideas import multicast_allgather, netreduce

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.topology import leaf_spine
+from fabricmodel.topology import leaf_spine
 from sim.jobs.schemes import ECMP, OCSVClos, VClos
 from sim.jobs.simulate import run
 from sim.jobs.trace import SIZES, Job, generate, mean_gpu_minutes

@@ -3,7 +3,7 @@
 The ECMP group a switch uses toward a destination leaf is the list of its live links that
 bring a packet one hop closer, ordered by egress port. Ports are numbered in spine order
 (then parallel cable), so member i of a leaf's group is the uplink to the i-th live spine:
-the order `controller/hashing.py` and the installer must agree on.
+the order `fabricmodel/hashing.py` and the installer must agree on.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass
 from functools import cached_property
 
-from controller.topology import Hop, Path, Topology
+from fabricmodel.topology import Hop, Path, Topology
 
 
 @dataclass(frozen=True)

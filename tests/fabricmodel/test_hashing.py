@@ -3,16 +3,13 @@ import zlib
 
 import pytest
 
-from controller.hashing import (
-    ROCEV2_PORT,
-    SPORT_MAX,
-    SPORT_MIN,
-    UDP,
+from fabricmodel.hashing import (
     ecmp_hash,
     ecmp_key,
     ecmp_member,
     sport_for_member,
 )
+from fabricmodel.rocev2 import ROCEV2_PORT, SPORT_MAX, SPORT_MIN, UDP
 
 
 def test_key_is_13_bytes_in_network_order():

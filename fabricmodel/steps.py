@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fabricmodel.ethereal import Flow
+
 
 @dataclass(frozen=True)
 class RankFlow:
@@ -106,7 +108,6 @@ def steps(algorithm: str, n: int, size: int) -> list[Step]:
 
 def flows_of(step: Step, hosts: list[str], dst_qp: int = 0):
     """The step's flows between hosts, rank i running on hosts[i]."""
-    from controller.ethereal import Flow
     if max(max(f.src, f.dst) for f in step.flows) >= len(hosts):
         raise ValueError(f"step {step.algorithm}/{step.index} needs more ranks than the "
                          f"{len(hosts)} hosts given")

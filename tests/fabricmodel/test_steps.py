@@ -2,7 +2,7 @@ from collections import Counter
 
 import pytest
 
-from controller import steps
+from fabricmodel import steps
 
 
 def _received(step_list, n):

@@ -3,8 +3,8 @@ import pathlib
 import networkx as nx
 import pytest
 
-from controller import topology as t
-from controller.routing import Routing
+from fabricmodel import topology as t
+from fabricmodel.routing import Routing
 
 TOPOS = pathlib.Path(__file__).resolve().parents[2] / "controller" / "topologies"
 

@@ -10,10 +10,7 @@ import ipaddress
 import struct
 import zlib
 
-UDP = 17
-ROCEV2_PORT = 4791
-SPORT_MIN = 0xC000
-SPORT_MAX = 0xFFFF
+from fabricmodel.rocev2 import SPORT_MAX, SPORT_MIN, UDP
 
 IPLike = str | int | ipaddress.IPv4Address
 

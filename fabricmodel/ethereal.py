@@ -24,9 +24,10 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 
-from controller import hashing
-from controller.routing import Routing
-from controller.topology import Path, Topology
+from fabricmodel import hashing, rocev2
+from fabricmodel.loads import add_path
+from fabricmodel.routing import Routing
+from fabricmodel.topology import Path, Topology
 
 DEFAULT_MTU = 1024            # RoCE payload bytes per packet
 
@@ -39,6 +40,11 @@ class Flow:
     dst_qp: int = 0           # for the host split descriptor (ebpf flowsplit)
     base_psn: int = 0
 
+    @property
+    def connection_sport(self) -> int:
+        """The fixed source port a NIC derives for this QP (the hash-ECMP baseline)."""
+        return hashing.connection_sport(self.src, self.dst, self.dst_qp)
+
 
 @dataclass(frozen=True)
 class PinEntry:
@@ -49,7 +55,7 @@ class PinEntry:
     sport: int
     dport: int
     port: int
-    proto: int = hashing.UDP
+    proto: int = rocev2.UDP
 
 
 @dataclass(frozen=True)
@@ -77,17 +83,12 @@ class SplitDescriptor:
     sports: tuple[int, ...]
 
 
-def default_sport(flow: Flow) -> int:
-    """A fixed per-connection source port, as a NIC derives one per QP (the ECMP baseline)."""
-    return hashing.connection_sport(flow.src, flow.dst, flow.dst_qp)
-
-
 class EtherealRank:
     """The per-rank algorithm a host runs on flow arrival (it needs no other rank's state)."""
 
     def __init__(self, topo: Topology, host: str, *, routing: Routing | None = None,
                  seed: int | None = None, mtu: int = DEFAULT_MTU,
-                 dport: int = hashing.ROCEV2_PORT, pin_all: bool = False) -> None:
+                 dport: int = rocev2.ROCEV2_PORT, pin_all: bool = False) -> None:
         if mtu < 1:
             raise ValueError(f"mtu must be positive, got {mtu}")
         self.topo = topo
@@ -185,7 +186,7 @@ class EtherealRank:
                  path: Path | None) -> SubFlow:
         dst = self.topo.host(f.dst)
         if path is None:
-            return SubFlow(f, idx, pieces, *piece, None, default_sport(f))
+            return SubFlow(f, idx, pieces, *piece, None, f.connection_sport)
         choices = []
         for hop in path.hops:
             group = self.routing.group(hop.src, dst.leaf)
@@ -211,7 +212,7 @@ class EtherealRank:
                                                      taken), steered
                 except ValueError:
                     continue
-        return next(p for p in range(hashing.SPORT_MIN, hashing.SPORT_MAX + 1)
+        return next(p for p in range(rocev2.SPORT_MIN, rocev2.SPORT_MAX + 1)
                     if p not in taken), 0
 
     # ---- failures -----------------------------------------------------------------------
@@ -271,7 +272,6 @@ class StepPlan:
 def plan_step(topo: Topology, flows: list[Flow], *, failed=(), routing: Routing | None = None,
               mtu: int = DEFAULT_MTU, pin_all: bool = False) -> StepPlan:
     """Run every sending rank's Ethereal on its flows of one collective step."""
-    from controller.loads import add_path
     routing = routing or Routing(topo, failed)
     by_src: dict[str, list[Flow]] = defaultdict(list)
     for f in flows:

@@ -1,11 +1,12 @@
+import pathlib
 from collections import Counter, defaultdict
 
 import pytest
 
-from controller import hashing, loads, steps
-from controller import topology as t
-from controller.ethereal import EtherealRank, Flow, plan_step, split_descriptors
-from controller.routing import Routing
+from fabricmodel import hashing, loads, rocev2, steps
+from fabricmodel import topology as t
+from fabricmodel.ethereal import EtherealRank, Flow, plan_step, split_descriptors
+from fabricmodel.routing import Routing
 
 MB = 1 << 20
 
@@ -46,7 +47,7 @@ def test_leftover_flows_split_into_s_over_gcd_pieces(n, pieces):
 
 @pytest.mark.parametrize("algorithm", ["ring", "halving-doubling", "all-to-all", "direct"])
 def test_collective_steps_on_4x4_reach_the_lower_bound(algorithm):
-    topo = t.load(t.__file__.replace("topology.py", "topologies/leafspine-4x4.yaml"))
+    topo = t.load(pathlib.Path(__file__).resolve().parents[2] / "controller/topologies/leafspine-4x4.yaml")
     routing = Routing(topo)
     hosts = [topo.host_by_rank(i).name for i in range(16)]
     beaten = 0
@@ -118,7 +119,7 @@ def test_timeouts_on_every_path_keep_only_the_latest_mark():
     assert sub.path == first
     assert rank.good_paths("leaf2") == [first]
     member = hashing.ecmp_member(topo.host("h1").ip, topo.host("h3").ip, 17, sub.sport,
-                                 hashing.ROCEV2_PORT, 2)
+                                 rocev2.ROCEV2_PORT, 2)
     assert topo.uplinks("leaf1")[member].index in first.links
 
 
@@ -137,18 +138,18 @@ def test_every_source_port_hashes_onto_its_path(topo):
         if s.path is None:
             continue
         src, dst = topo.host(s.flow.src), topo.host(s.flow.dst)
-        assert hashing.SPORT_MIN <= s.sport <= hashing.SPORT_MAX
+        assert rocev2.SPORT_MIN <= s.sport <= rocev2.SPORT_MAX
         first = s.path.hops[0]
         group = routing.group(first.src, dst.leaf)
         # the source leaf's hop is always steered by the port itself, never by a pin
-        assert group[hashing.ecmp_member(src.ip, dst.ip, hashing.UDP, s.sport,
-                                         hashing.ROCEV2_PORT, len(group))] == first
+        assert group[hashing.ecmp_member(src.ip, dst.ip, rocev2.UDP, s.sport,
+                                         rocev2.ROCEV2_PORT, len(group))] == first
         node, taken = src.leaf, []
         while node != dst.leaf:      # what the switches do: a pin if present, else the hash
             group = routing.group(node, dst.leaf)
             port = pins.get((node, src.ip, dst.ip, s.sport))
-            member = hashing.ecmp_member(src.ip, dst.ip, hashing.UDP, s.sport,
-                                         hashing.ROCEV2_PORT, len(group))
+            member = hashing.ecmp_member(src.ip, dst.ip, rocev2.UDP, s.sport,
+                                         rocev2.ROCEV2_PORT, len(group))
             hop = next(h for h in group if h.src_port == port) if port else group[member]
             taken.append(hop)
             node = hop.dst

@@ -10,9 +10,9 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable
 
-from controller import hashing
-from controller.routing import Routing
-from controller.topology import HOST_PORT, Hop, Topology
+from fabricmodel import hashing, rocev2
+from fabricmodel.routing import Routing
+from fabricmodel.topology import HOST_PORT, Hop, Topology
 
 Loads = dict[tuple[str, int], float]
 
@@ -52,20 +52,19 @@ def ecmp_path(routing: Routing, src_ip: str, dst_ip: str, sport: int, dport: int
         group = routing.group(node, dst_leaf)
         if not group:
             raise RuntimeError(f"{node} has no route to {dst_leaf}")
-        hop = group[hashing.ecmp_member(src_ip, dst_ip, hashing.UDP, sport, dport, len(group))]
+        hop = group[hashing.ecmp_member(src_ip, dst_ip, rocev2.UDP, sport, dport, len(group))]
         hops.append(hop)
         node = hop.dst
     return hops
 
 
 def ecmp_loads(topo: Topology, routing: Routing, flows, sports: dict | None = None,
-               dport: int = hashing.ROCEV2_PORT) -> Loads:
+               dport: int = rocev2.ROCEV2_PORT) -> Loads:
     """Hash ECMP as it really happens: one source port per flow (default: per-QP port)."""
-    from controller.ethereal import default_sport
     loads: Loads = {}
     for f in flows:
         s, d = topo.host(f.src), topo.host(f.dst)
-        sport = (sports or {}).get(f, default_sport(f))
+        sport = (sports or {}).get(f, f.connection_sport)
         add_path(loads, topo, f.src, f.dst,
                  ecmp_path(routing, s.ip, d.ip, sport, dport, s.leaf, d.leaf), f.bytes)
     return loads

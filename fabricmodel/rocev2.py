@@ -1,0 +1,29 @@
+"""The RoCEv2 numbers every part of the project agrees on: hosts build packets with them,
+the controller steers by them, and `p4src/include/headers.p4` parses them (see
+`p4src/README.md`). The only place in Python where they are declared."""
+
+UDP = 17                      # IP protocol number of RoCEv2's UDP
+ROCEV2_PORT = 4791            # IANA UDP destination port of RoCEv2
+SPORT_MIN, SPORT_MAX = 0xC000, 0xFFFF   # source ports (the ECMP entropy) NICs pick from
+
+# IBTA opcodes, RC transport (0x00-0x1F)
+SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY = 0x00, 0x01, 0x02, 0x04
+WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 0x06, 0x07, 0x08, 0x0A
+ACKNOWLEDGE = 0x11
+CNP = 0x81
+# IBTA reserves opcodes 0xC0-0xFF for manufacturer-specific use; the project's own headers
+# take the first two, so that ordinary RoCE traffic is never parsed as one of them.
+AGGREGATION = 0xC0            # collectives.layers.Aggregation (NetReduce)
+RBCAST = 0xC1                 # collectives.layers.ReliableBroadcast (multicast Allgather)
+
+# AETH syndromes: 000 + credit count 0b11111 ("no credit limit"); 011 + NAK code 0
+AETH_ACK = 0x1F
+AETH_NAK_PSN = 0x60
+
+ECHO_ECE = 0x01               # EntropyEcho.flags: the acknowledged packet arrived CE-marked
+
+AGG_VALUES = 32               # int32 values per aggregation packet (K)
+AGG_FLAG_RESULT = 0x01        # set by the switch on the aggregated result
+AGG_FLAG_VERSION = 0x02       # which of the slot's two sets (SwitchML's odd/even) a chunk uses
+
+RBCAST_FLAG_LAST = 0x01       # the root's last chunk of its shard
