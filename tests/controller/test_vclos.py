@@ -1,3 +1,5 @@
+import pathlib
+
 import pytest
 
 from controller.vclos import AllocationError, OCSVClosAllocator, Slice, VClosAllocator
@@ -134,7 +136,7 @@ def test_duplicate_and_unknown_jobs():
 
 
 def test_demo_fabric_fits_two_four_rank_jobs_spanning_two_leaves():
-    topo = t.load(t.__file__.replace("topology.py", "topologies/leafspine-4x4-h2.yaml"))
+    topo = t.load(pathlib.Path(__file__).resolve().parents[2] / "controller/topologies/leafspine-4x4-h2.yaml")
     alloc = VClosAllocator(topo)
     a, b = alloc.allocate("a", 4), alloc.allocate("b", 4)
     for sl in (a, b):
