@@ -4,7 +4,7 @@ Each rank starts step s+1 once it has sent (all acknowledged) and received every
 s. On that arrival the engine calls `Run._arrive`, which turns the rank's flows of the step
 into queue pairs the way the policy does:
 - ecmp: one QP per flow on the per-connection source port the emulation's NICs use
-  (`fabricmodel.ethereal.default_sport`); after a timeout it re-hashes to a random port.
+  (`fabricmodel.ethereal.Flow.connection_sport`); after a timeout it re-hashes to a random port.
 - spray: one QP per flow, a random source port per packet.
 - reps: one QP per flow, REPS's recycled entropy (engine.cpp).
 - ethereal: that rank's `fabricmodel.ethereal.EtherealRank` plans the step's flows (split and
@@ -76,7 +76,7 @@ class Run:
             mode = MODES[self.policy if self.policy != "ethereal" else "ecmp"]
             for f in flows:
                 e.add_qp(rank, self.fab.index[f.dst], s, f.bytes, mtu,
-                         ethereal.default_sport(f), mode)
+                         f.connection_sport, mode)
         if self.progress is not None:
             self.progress.update(1)
         self.python_s += time.perf_counter() - start
