@@ -10,6 +10,7 @@ import p4switch
 from p4switch.p4info import jenkins
 
 L3 = Path(__file__).parent / "core_programs" / "l3_three_tables.p4"
+STF = Path(__file__).parent / "stf"
 
 
 def _info():
@@ -131,3 +132,30 @@ def test_externs_declared_in_table_properties_take_the_table_name():
     h = sw.table_add_member("I.ecmp", {"hdr.h.a": 1}, 1)
     assert sw.process(0, bytes([1, 0, 0, 0, 0, 9]))[0][0] == 3
     assert sw.direct_counter_read("I.ecmp", h) == (1, 6)
+
+
+def test_p4c_conventions_implicit_noaction_type_info_and_action_order(tmp_path):
+    """As p4c writes P4Info: a table without default_action lists NoAction @defaultonly
+    (DEFAULT_ONLY); type_info is always present; actions come control by control, the global
+    actions a control uses before its own; tables and actions only used in a branch a constant
+    condition never takes, or actions only called from other actions, are left out."""
+    src = (STF / "exact_basic.p4").read_text()
+    src = src.replace("        default_action = drop_();\n", "")
+    src = src.replace("    apply {\n        t.apply();\n    }",
+                      "    action inner() { sm.egress_spec = 1; }\n"
+                      "    action outer() { inner(); }\n"
+                      "    table dead { key = { hdr.h.b: exact; } actions = { fwd; } }\n"
+                      "    apply {\n        t.apply();\n        outer();\n"
+                      "        if (false) { dead.apply(); }\n    }")
+    path = tmp_path / "conv.p4"
+    path.write_text(src)
+    info, _ = p4switch.compile_program(str(path))
+    assert [t.preamble.name for t in info.tables] == ["IngressImpl.t"]
+    names = {a.preamble.id: a.preamble.name for a in info.actions}
+    refs = [(names[r.id], list(r.annotations), r.scope) for r in info.tables[0].action_refs]
+    assert refs == [("IngressImpl.fwd", [], p4info_pb2.ActionRef.TABLE_AND_DEFAULT),
+                    ("IngressImpl.drop_", [], p4info_pb2.ActionRef.TABLE_AND_DEFAULT),
+                    ("NoAction", ["@defaultonly"], p4info_pb2.ActionRef.DEFAULT_ONLY)]
+    assert [a.preamble.name for a in info.actions] == [
+        "NoAction", "IngressImpl.fwd", "IngressImpl.drop_", "IngressImpl.outer"]
+    assert info.HasField("type_info")
