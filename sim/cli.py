@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from collectives.cli import parse_size
 from collectives.results import format_table
+from controller.aggregation import MAX_WORKERS
 from fabricmodel.topology import Topology, TopologyError, leaf_spine, load
 from sim import calibration as cal
 from sim import report
@@ -32,13 +33,13 @@ def _list(text: str, known, what: str) -> list[str]:
     return items
 
 
-def _sizes(text: str) -> list[int]:
+def _sizes(text: str, hint: str = "--sizes") -> list[int]:
     try:
         out = [parse_size(t) for t in text.split(",") if t]
-    except ValueError as err:
-        raise click.BadParameter(str(err), param_hint="--sizes") from None
+    except click.BadParameter as err:
+        raise click.BadParameter(err.message, param_hint=hint) from None
     if not out or min(out) < 1:
-        raise click.BadParameter("give one or more positive sizes", param_hint="--sizes")
+        raise click.BadParameter("give one or more positive sizes", param_hint=hint)
     return out
 
 
@@ -177,15 +178,16 @@ def calibrate(demo_jsonl, out_dir):
 def multicast(hosts, hosts_per_leaf, shard, gbps, out_dir):
     """Multicast Allgather vs ring Allgather: link traversals (and CCT) per fabric size."""
     rows = []
-    sizes = [int(h) for h in hosts.split(",") if h]
+    sizes, shard_bytes = _counts(hosts), _sizes(shard, "--shard")[0]
     for n in tqdm(sizes, desc="sim multicast", unit="fabric"):
         topo = _per_leaf(n, hosts_per_leaf)
-        rows += multicast_allgather(topo, _sizes(shard)[0], LinkSpec(gbps), Transport())
+        rows += multicast_allgather(topo, shard_bytes, LinkSpec(gbps), Transport())
     _ideas_out(rows, out_dir / "multicast.jsonl", "shard-traversals")
 
 
 @main.command()
-@click.option("--hosts", default="16,64,256", show_default=True)
+@click.option("--hosts", default="16,64,128", show_default=True,
+              help=f"Fabric sizes, at most {MAX_WORKERS} (the aggregation header's worker count).")
 @click.option("--hosts-per-leaf", type=click.IntRange(1), default=16, show_default=True)
 @click.option("--size", default="1MiB", show_default=True, help="Bytes per rank.")
 @click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
@@ -193,11 +195,25 @@ def multicast(hosts, hosts_per_leaf, shard, gbps, out_dir):
               default=ROOT / "out" / "sim", show_default=True)
 def netreduce(hosts, hosts_per_leaf, size, gbps, out_dir):
     """NetReduce (aggregation in the leaf) vs ring all-reduce: CCT and link traversals."""
-    rows = []
-    for n in tqdm([int(h) for h in hosts.split(",") if h], desc="sim netreduce", unit="fabric"):
+    rows, sizes, size_bytes = [], _counts(hosts), _sizes(size, "--size")[0]
+    if not sizes or not all(2 <= n <= MAX_WORKERS for n in sizes):
+        raise click.BadParameter(f"each fabric needs 2..{MAX_WORKERS} hosts, got {hosts!r}",
+                                 param_hint="--hosts")
+    for n in tqdm(sizes, desc="sim netreduce", unit="fabric"):
         topo = _per_leaf(n, hosts_per_leaf)
-        rows += run_netreduce(topo, _sizes(size)[0], LinkSpec(gbps), Transport())
+        rows += run_netreduce(topo, size_bytes, LinkSpec(gbps), Transport())
     _ideas_out(rows, out_dir / "netreduce.jsonl", "buffer-traversals")
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        out = [int(h) for h in text.split(",") if h]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a list of host counts",
+                                 param_hint="--hosts") from None
+    if not out or min(out) < 2:
+        raise click.BadParameter("give host counts of at least 2", param_hint="--hosts")
+    return out
 
 
 def _per_leaf(n: int, per_leaf: int) -> Topology:
