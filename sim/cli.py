@@ -217,11 +217,13 @@ def _counts(text: str) -> list[int]:
 
 
 def _per_leaf(n: int, per_leaf: int) -> Topology:
+    """A non-blocking leaf-spine: as many spines as hosts per leaf (one spine under one leaf)."""
     per_leaf = min(per_leaf, n)
     if n % per_leaf:
-        raise click.BadParameter(f"{n} hosts are not a multiple of {per_leaf} per leaf")
+        raise click.BadParameter(f"{n} hosts are not a multiple of {per_leaf} per leaf",
+                                 param_hint="--hosts")
     leaves = n // per_leaf
-    return leaf_spine(leaves, max(leaves, 2) if leaves > 1 else 1, per_leaf)
+    return leaf_spine(leaves, per_leaf if leaves > 1 else 1, per_leaf)
 
 
 def _ideas_out(rows: list[dict], jsonl: Path, unit: str) -> None:
