@@ -17,7 +17,9 @@ sys.path.insert(0, str(ROOT))
 
 import p4runtime_sh.shell as sh  # noqa: E402
 
-from p4switch.device.process import compile_for, start_target  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))
+from targets import compile_for, start_target  # noqa: E402
+
 from p4switch.native import available  # noqa: E402
 
 PROGRAM = ROOT / "tests" / "p4switch" / "device_programs" / "l3.p4"

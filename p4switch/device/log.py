@@ -1,35 +1,39 @@
-"""Console/file log in the spirit of simple_switch's --log-console: one timestamped line per
-event, thread-tagged. The pipeline's own lines (parser states, tables, actions) arrive through
-the switch's set_logger hook and are written the same way."""
+"""Console/file log in the spirit of simple_switch's --log-console, on the standard `logging`:
+one timestamped, thread-tagged line per event. The pipeline's own lines (parser states,
+tables, actions) arrive through the switch's set_logger hook and are logged the same way."""
 from __future__ import annotations
 
+import itertools
+import logging
 import sys
-import threading
-import time
+
+_FORMAT = "[%(asctime)s.%(msecs)03d] [p4switch] [%(threadName)s] %(message)s"
+_instances = itertools.count()
 
 
 class EventLog:
     def __init__(self, console: bool, path: str | None):
-        self._streams = []
+        # a logger of its own per switch, not propagated: the process's root logger is not ours
+        self._logger = logging.getLogger(f"p4switch.device.{next(_instances)}")
+        self._logger.propagate = False
+        self._logger.setLevel(logging.INFO)
+        self._handlers: list[logging.Handler] = []
         if console:
-            self._streams.append(sys.stdout)
+            self._handlers.append(logging.StreamHandler(sys.stdout))
         if path:
-            self._streams.append(open(path, "a", buffering=1))  # noqa: SIM115 - closed below
-        self._owned = self._streams[1:] if console else self._streams
-        self._lock = threading.Lock()
+            self._handlers.append(logging.FileHandler(path, mode="a"))
+        formatter = logging.Formatter(_FORMAT, datefmt="%H:%M:%S")
+        for h in self._handlers:
+            h.setFormatter(formatter)
+            self._logger.addHandler(h)
 
     def __bool__(self) -> bool:
-        return bool(self._streams)
+        return bool(self._handlers)
 
     def __call__(self, message: str) -> None:
-        t = time.time()
-        stamp = time.strftime("%H:%M:%S", time.localtime(t)) + f".{int(t % 1 * 1e6):06d}"
-        line = f"[{stamp}] [p4switch] [{threading.current_thread().name}] {message}\n"
-        with self._lock:
-            for stream in self._streams:
-                stream.write(line)
-                stream.flush()
+        self._logger.info(message)
 
     def close(self) -> None:
-        for stream in self._owned:
-            stream.close()
+        for h in self._handlers:
+            self._logger.removeHandler(h)
+            h.close()

@@ -13,9 +13,9 @@ import time
 
 import pytest
 from fabric_testlib import FABRIC_P4, host_ip, port_dmac, port_smac, routed, udp
+from targets import compile_for, start_target
 
 from fabricmodel import hashing
-from p4switch.device.process import compile_for, start_target
 
 sh = pytest.importorskip("p4runtime_sh.shell")
 

@@ -10,9 +10,10 @@ import subprocess
 import time
 
 import pytest
+from targets import compile_for, start_target
 
 from p4switch.device.control import send_command
-from p4switch.device.process import SwitchProcess, compile_for, start_target
+from p4switch.device.process import SwitchProcess
 
 sh = pytest.importorskip("p4runtime_sh.shell")
 

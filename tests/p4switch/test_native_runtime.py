@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
+from targets import compile_for, start_target
 
-from p4switch.device.process import compile_for, start_target
 from p4switch.native import available
 
 sh = pytest.importorskip("p4runtime_sh.shell")

@@ -5,8 +5,7 @@ import pathlib
 import shutil
 
 import pytest
-
-from p4switch.device.process import compile_for, start_target
+from targets import compile_for, start_target
 
 sh = pytest.importorskip("p4runtime_sh.shell")
 from p4runtime_sh.p4runtime import P4RuntimeWriteException  # noqa: E402
