@@ -32,11 +32,11 @@ from scapy.layers.l2 import Ether  # noqa: E402
 import p4switch  # noqa: E402
 from collectives import netreduce as nr  # noqa: E402
 from collectives import wire  # noqa: E402
-from controller import install_fabric  # noqa: E402
-from controller.install import plan_switches  # noqa: E402
-from controller.install_intent import Intent  # noqa: E402
+from controller import encode_fabric  # noqa: E402
+from controller.intent import Intent  # noqa: E402
 from controller.netreduce import NetReducePlanner, entries  # noqa: E402
 from controller.p4rt import Schema  # noqa: E402
+from controller.switch_plan import plan_switches  # noqa: E402
 from fabricmodel import rocev2  # noqa: E402
 from p4switch.runtime.pipeline import Pipeline  # noqa: E402
 
@@ -110,7 +110,7 @@ class NetReduceStream:
         self.pipe = Pipeline(p4runtime_pb2.ForwardingPipelineConfig(
             p4info=info, p4_device_config=config), None)
         schema = Schema(info)
-        state = install_fabric.switch_state(self.topo, plan_switches(intent)["leaf1"])
+        state = encode_fabric.switch_state(self.topo, plan_switches(intent)["leaf1"])
         tables, groups = entries(self.topo, job)["leaf1"]
         for e in [*state.table_entries, *tables]:
             kind = p4runtime_pb2.Update.MODIFY if e.default else p4runtime_pb2.Update.INSERT

@@ -8,11 +8,11 @@ from pathlib import Path
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from controller import install_fabric
-from controller.install_intent import Intent
+from controller import encode_fabric
+from controller.intent import Intent
 from controller.p4rt import Schema, State, sync
 
-P4INFO = Path(__file__).resolve().parents[1] / "tests/controller/test_install_fabric_p4info.txtpb"
+P4INFO = Path(__file__).resolve().parents[1] / "tests/controller/test_encode_fabric_p4info.txtpb"
 FABRICS = [("leaf-spine 4x4x4", "kind: leaf-spine\nleaves: 4\nspines: 4\nhosts_per_leaf: 4\n"),
            ("leaf-spine 8x8x8", "kind: leaf-spine\nleaves: 8\nspines: 8\nhosts_per_leaf: 8\n"),
            ("leaf-spine 16x16x16",
@@ -37,14 +37,14 @@ def main() -> None:
           f"{'ratio':>6}")
     for name, text in FABRICS:
         intent = Intent.from_yaml(text, 1024, name.split()[0], max_workers=32)
-        states, t_state = timed(install_fabric.intended_states, intent, schema)
+        states, t_state = timed(encode_fabric.intended_states, intent, schema)
         entries = sum(len(s.table_entries) for s in states.values())
         full, t_full = timed(plan_all, schema, states, {})
         same, t_same = timed(plan_all, schema, states, states)
         assert not any(same)
         failed = intent.clone()
         failed.set_link(failed.topo.links[-1].name, False)
-        after = install_fabric.intended_states(failed, schema)
+        after = encode_fabric.intended_states(failed, schema)
         installs = sum(map(len, full))
         updates = sum(map(len, plan_all(schema, after, states)))
         print(f"{name:<20} {len(states):>8} {entries:>8} {t_state:>8.3f} {t_full:>7.3f} "

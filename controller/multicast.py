@@ -116,7 +116,7 @@ class MulticastPlanner:
         except KeyError:
             raise MulticastError(f"no multicast group {job}/{communicator}") from None
 
-    # Kept only until controller/install.py calls tree() (requested in its inbox).
+    # Kept only until controller/switch_plan.py calls tree() (requested in its inbox).
     def _tree(self, routing: Routing, leaves: list[str], gid: int):
         try:
             found = tree(self.topo, routing, [], gid, leaves)

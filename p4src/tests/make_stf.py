@@ -20,10 +20,10 @@ from scapy.packet import Raw  # noqa: E402
 from collectives import netreduce as nr  # noqa: E402
 from collectives import wire  # noqa: E402
 from collectives.layers import Aggregation  # noqa: E402
-from controller import install_fabric  # noqa: E402
+from controller import encode_fabric  # noqa: E402
 from controller import netreduce as nr_ctl  # noqa: E402
-from controller.install import plan_switches  # noqa: E402
-from controller.install_intent import Intent  # noqa: E402
+from controller.intent import Intent  # noqa: E402
+from controller.switch_plan import plan_switches  # noqa: E402
 from fabricmodel import hashing, rocev2  # noqa: E402
 
 UP = L.UPLINKS
@@ -350,7 +350,7 @@ def nr_setup(workers: list[str], switch: str):
     intent = Intent.from_yaml(NR_TOPO, slot_capacity=1024, max_workers=32)
     topo = intent.topo
     job = nr_ctl.NetReducePlanner(topo).create(NR_JOB, "stf", workers, credits=2)
-    state = install_fabric.switch_state(topo, plan_switches(intent)[switch])
+    state = encode_fabric.switch_state(topo, plan_switches(intent)[switch])
     tables, groups = nr_ctl.entries(topo, job)[switch]
     lines = [f"# {switch} of {topo.name} (2 leaves x 2 spines x 4 hosts), NetReduce job "
              f"{NR_JOB} over {', '.join(workers)}: the controller's entries"]

@@ -14,7 +14,7 @@ from controller import fabricctl
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-P4INFO = HERE / "test_install_fabric_p4info.txtpb"
+P4INFO = HERE / "test_encode_fabric_p4info.txtpb"
 TOPO = REPO / "controller" / "topologies" / "leafspine-2x2.yaml"
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from controller import fabricctl, install_fabric
-from controller.install_intent import Intent
+from controller import encode_fabric, fabricctl
+from controller.intent import Intent
 from controller.p4rt import Device, P4RuntimeError, Pipeline, sync
 
 REPO = Path(__file__).resolve().parents[2]
@@ -121,9 +121,9 @@ def assert_switches_hold_exactly(daemon: Fabricd, pipeline: Pipeline) -> dict[st
     """Compare every switch with the intent saved by fabricd; returns entries per switch."""
     schema = Device("x", "127.0.0.1:1", 0, pipeline).schema
     intent = Intent.from_json((daemon.tmp / "state.json").read_text(),
-                              install_fabric.slot_capacity(schema),
-                              install_fabric.max_workers(schema))
-    wanted = install_fabric.intended_states(intent, schema)
+                              encode_fabric.slot_capacity(schema),
+                              encode_fabric.max_workers(schema))
+    wanted = encode_fabric.intended_states(intent, schema)
     got = read_back(daemon.addresses, pipeline)
     sizes = {}
     for name in SWITCHES:

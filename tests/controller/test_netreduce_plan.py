@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.install_intent import Intent, IntentError
+from controller.intent import Intent, IntentError
 from controller.netreduce import NetReduceError, NetReducePlanner, entries
 from fabricmodel.topology import load
 

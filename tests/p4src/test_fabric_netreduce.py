@@ -16,11 +16,11 @@ from scapy.layers.l2 import Ether
 
 from collectives import netreduce as nr
 from collectives import wire
-from controller import install_fabric
-from controller.install import plan_switches
-from controller.install_intent import Intent
+from controller import encode_fabric
+from controller.intent import Intent
 from controller.netreduce import NetReducePlanner, down_qpn, entries, up_qpn
 from controller.p4rt import Schema
+from controller.switch_plan import plan_switches
 from fabricmodel import rocev2
 from p4switch.runtime.pipeline import Pipeline
 
@@ -52,7 +52,7 @@ class Fabric:
         for name in self.topo.switches:
             pipe = Pipeline(p4runtime_pb2.ForwardingPipelineConfig(
                 p4info=info, p4_device_config=config), None)
-            state = install_fabric.switch_state(self.topo, plans[name])
+            state = encode_fabric.switch_state(self.topo, plans[name])
             tables, groups = nr_entries.get(name, ([], []))
             for ent in [*state.table_entries, *tables]:
                 kind = p4runtime_pb2.Update.MODIFY if ent.default else p4runtime_pb2.Update.INSERT

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from controller import install
-from controller.install_intent import Intent
+from controller import switch_plan
+from controller.intent import Intent
 from fabricmodel import hashing, rocev2
 from fabricmodel.ethereal import Flow
 from fabricmodel.topology import host_mac, switch_port_mac
@@ -21,11 +21,11 @@ def by_prefix(plan, slice_id=0):
 
 
 def test_routes_and_ecmp_groups_of_a_2x2_fabric():
-    plans = install.plan_switches(intent_of("leafspine-2x2"))
+    plans = switch_plan.plan_switches(intent_of("leafspine-2x2"))
     leaf1, spine2 = by_prefix(plans["leaf1"]), by_prefix(plans["spine2"])
     assert set(leaf1) == {"10.0.1.1/32", "10.0.1.2/32", "10.0.2.0/24"}
     host = leaf1["10.0.1.2/32"].hops
-    assert host == (install.NextHop(2, host_mac("10.0.1.2"), switch_port_mac(1, 2)),)
+    assert host == (switch_plan.NextHop(2, host_mac("10.0.1.2"), switch_port_mac(1, 2)),)
     group = leaf1["10.0.2.0/24"].hops
     # Member i is the uplink to spine i (controller/README.md); dmac is that spine's port MAC.
     assert [h.port for h in group] == [3, 4]
@@ -38,7 +38,7 @@ def test_routes_and_ecmp_groups_of_a_2x2_fabric():
 def test_a_failed_link_leaves_every_group_and_is_marked_down():
     intent = intent_of("leafspine-4x4")
     intent.set_link("leaf1-spine2", False)
-    plans = install.plan_switches(intent)
+    plans = switch_plan.plan_switches(intent)
     assert [h.port for h in by_prefix(plans["leaf1"])["10.0.3.0/24"].hops] == [5, 7, 8]
     assert [h.port for h in by_prefix(plans["leaf3"])["10.0.1.0/24"].hops] == [5, 7, 8]
     assert "10.0.1.0/24" not in by_prefix(plans["spine2"])
@@ -48,7 +48,7 @@ def test_a_failed_link_leaves_every_group_and_is_marked_down():
 def test_slices_get_classification_and_their_own_routes():
     intent = intent_of("leafspine-4x4")
     sl = intent.create_slice("jobA", 6)
-    plans = install.plan_switches(intent)
+    plans = switch_plan.plan_switches(intent)
     for sw in (*sl.leaves, *sl.spines):
         routes = [r for r in plans[sw].routes if r.slice_id == sl.slice_id]
         assert routes, sw
@@ -67,7 +67,7 @@ def test_step_pins_follow_the_planned_paths_and_sports_hash_onto_them():
     intent = intent_of("leafspine-4x4")
     flows = [Flow(f"h{i}", f"h{i + 4}", 1 << 20) for i in range(1, 5)]
     step = intent.install_step("s", flows, pins=True)
-    plans = install.plan_switches(intent)
+    plans = switch_plan.plan_switches(intent)
     for sub in intent.step_plan(step).subflows:
         src, dst = intent.topo.host(sub.flow.src), intent.topo.host(sub.flow.dst)
         first = sub.path.hops[0]
@@ -81,7 +81,7 @@ def test_step_pins_follow_the_planned_paths_and_sports_hash_onto_them():
 def test_multicast_groups_replicate_along_one_tree(members):
     intent = intent_of("leafspine-4x4")
     group = intent.create_group("g", members)
-    plans = install.plan_switches(intent)
+    plans = switch_plan.plan_switches(intent)
     holders = {sw: [g for g in p.groups if g.group_id == group.group_id]
                for sw, p in plans.items()}
     holders = {sw: g[0] for sw, g in holders.items() if g}
@@ -99,8 +99,8 @@ def test_multicast_groups_replicate_along_one_tree(members):
 def test_aggregation_job_lands_on_its_leaf():
     intent = intent_of("leafspine-4x4")
     job = intent.create_job("nr", ["h1", "h2", "h5"], 16)
-    plans = install.plan_switches(intent)
-    assert plans["leaf1"].jobs == [install.AggEntry(job.job_id, job.result_ip, 0, 16, 3,
+    plans = switch_plan.plan_switches(intent)
+    assert plans["leaf1"].jobs == [switch_plan.AggEntry(job.job_id, job.result_ip, 0, 16, 3,
                                                     job.group_id)]
     assert not any(p.jobs for sw, p in plans.items() if sw != "leaf1")
     assert any(g.group_id == job.group_id for g in plans["leaf2"].groups)

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.install_intent import Intent, IntentError
+from controller.intent import Intent, IntentError
 from fabricmodel.ethereal import Flow
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "controller" / "topologies"

@@ -1,7 +1,7 @@
 """From the intent to what every switch must do, in the fabric's own terms (routes, groups,
 pins, slices, multicast trees, aggregation jobs, port liveness, ECN thresholds).
 
-`plan_switches(intent)` is pure and target-independent; `install_fabric` encodes it as
+`plan_switches(intent)` is pure and target-independent; `encode_fabric` encodes it as
 fabric.p4 entries. `intended_states(intent, schema)` chains the two: the whole desired state
 of every switch, which `p4rt.Device.sync` reconciles.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controller import multicast, netreduce
-from controller.install_intent import GroupIntent, Intent, IntentError, JobIntent
+from controller.intent import GroupIntent, Intent, IntentError, JobIntent
 from fabricmodel.routing import Route
 from fabricmodel.topology import Topology
 

@@ -5,15 +5,15 @@ import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from controller import install_fabric
-from controller.install_intent import Intent
+from controller import encode_fabric
+from controller.intent import Intent
 from controller.p4rt import MulticastGroup, Schema, sync
 from fabricmodel.ethereal import Flow
 from fabricmodel.topology import host_mac, switch_port_mac
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-FIXTURE = HERE / "test_install_fabric_p4info.txtpb"
+FIXTURE = HERE / "test_encode_fabric_p4info.txtpb"
 
 
 def fixture_p4info() -> p4info_pb2.P4Info:
@@ -42,7 +42,7 @@ def one(state, table, **match):
 
 
 def test_routes_groups_and_port_macs_of_a_leaf(schema):
-    states = install_fabric.intended_states(intent_of("leafspine-2x2"), schema)
+    states = encode_fabric.intended_states(intent_of("leafspine-2x2"), schema)
     leaf1 = states["leaf1"]
     route = one(leaf1, "FabricIngress.ipv4_route", meta__slice_id=0,
                 hdr__ipv4__dstAddr=(0x0A000200, 24))
@@ -68,13 +68,13 @@ def test_routes_groups_and_port_macs_of_a_leaf(schema):
 def test_a_failed_uplink_shrinks_groups_and_marks_the_port_dead(schema):
     intent = intent_of("leafspine-2x2")
     intent.set_link("leaf1-spine1", False)
-    leaf1 = install_fabric.intended_states(intent, schema)["leaf1"]
+    leaf1 = encode_fabric.intended_states(intent, schema)["leaf1"]
     route = one(leaf1, "FabricIngress.ipv4_route", hdr__ipv4__dstAddr=(0x0A000200, 24))
     assert (route.action, route.params) == ("FabricIngress.route_to_port", {"port": 4})
     assert not entries(leaf1, "FabricIngress.ecmp_groups")
     (liveness,) = entries(leaf1, "FabricIngress.port_liveness")
     assert (liveness.default, liveness.params) == (True, {"ports": 1 << 3})
-    spine1 = install_fabric.intended_states(intent, schema)["spine1"]
+    spine1 = encode_fabric.intended_states(intent, schema)["spine1"]
     (liveness,) = entries(spine1, "FabricIngress.port_liveness")
     assert liveness.params == {"ports": 1 << intent.topo.link("leaf1", "spine1").port_of("spine1")}
 
@@ -86,7 +86,7 @@ def test_step_slice_group_and_job_entries(schema):
     step = intent.install_step("s", [Flow(a, b, 1 << 20)], pins=True)
     group = intent.create_group("g", [sl.hosts[0], sl.hosts[1], sl.hosts[-1]])
     job = intent.create_job("nr", ["h13", "h14", "h15"], 8)
-    states = install_fabric.intended_states(intent, schema)
+    states = encode_fabric.intended_states(intent, schema)
     leaf = intent.topo.host(a).leaf
     pins = entries(states[leaf], "FabricIngress.path_pin")
     subflows = intent.step_plan(step).subflows   # one flow over 3 spines: 3 pieces
@@ -114,7 +114,7 @@ def test_every_entry_is_valid_and_keys_are_unique(schema):
     intent = intent_of("leafspine-4x4")
     intent.create_slice("jobA", 6)
     intent.create_group("g", ["h13", "h16"])
-    states = install_fabric.intended_states(intent, schema)
+    states = encode_fabric.intended_states(intent, schema)
     for state in states.values():
         keys = [sync.entry_key(e) for e in state.table_entries]
         assert len(keys) == len(set(keys))
@@ -145,13 +145,13 @@ def test_fixture_matches_the_compiled_program():
 
 
 def test_limits_come_from_the_p4info(schema):
-    assert install_fabric.slot_capacity(schema) == 1024
-    assert install_fabric.max_workers(schema) == 32
+    assert encode_fabric.slot_capacity(schema) == 1024
+    assert encode_fabric.max_workers(schema) == 32
 
 
 def test_ecmp_mode_and_ecn_threshold_are_deployment_knobs(schema):
     intent = intent_of("leafspine-2x2")
     intent.ecmp_mode, intent.ecn_threshold = "round-robin", 5
-    leaf1 = install_fabric.intended_states(intent, schema)["leaf1"]
+    leaf1 = encode_fabric.intended_states(intent, schema)["leaf1"]
     assert {e.params["mode"] for e in entries(leaf1, "FabricIngress.ecmp_groups")} == {1}
     assert {e.params["threshold"] for e in entries(leaf1, "FabricEgress.ecn_mark")} == {5}

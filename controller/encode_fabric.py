@@ -6,10 +6,10 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from controller.install import SwitchPlan, plan_switches
-from controller.install_intent import IntentError
+from controller.intent import IntentError
 from controller.p4rt import MulticastGroup, State, TableEntry, sync, values
 from controller.p4rt.schema import Schema
+from controller.switch_plan import SwitchPlan, plan_switches
 from fabricmodel.topology import Topology
 
 MAX_ECMP_GROUPS = 4096            # ecmp group ids are < 4096 (p4src/README.md)
