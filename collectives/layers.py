@@ -3,7 +3,7 @@
 Byte layouts are documented in p4src/README.md; the P4 definitions live in
 p4src/include/headers.p4 and must stay field-for-field identical to these classes.
 """
-from scapy.contrib.roce import AETH, BTH
+from scapy.contrib.roce import BTH
 from scapy.fields import (
     BitField,
     ByteField,
@@ -36,21 +36,7 @@ class Aggregation(Packet):
     ]
 
 
-class EntropyEcho(Packet):
-    """Carried after the AETH of every ACK: the UDP source port (entropy) of the data packet
-    that this ACK acknowledges, and whether that packet was congestion-marked. REPS recycles
-    an entropy only on an unmarked echo."""
-
-    name = "EntropyEcho"
-    fields_desc = [
-        ShortField("entropy", 0),
-        ByteField("flags", 0),
-        BitField("reserved", 0, 8),
-    ]
-
-
 bind_layers(BTH, Aggregation, opcode=AGGREGATION)
-bind_layers(AETH, EntropyEcho)
 
 
 class RETH(Packet):
