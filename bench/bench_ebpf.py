@@ -17,6 +17,7 @@ from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
 from scapy.packet import Raw  # noqa: E402
 
+from collectives.wire import echo_sport  # noqa: E402
 from ebpf import Impair, Pin, Reps, Spray  # noqa: E402
 from ebpf.libbpf import prog_test_run  # noqa: E402
 
@@ -32,7 +33,7 @@ def data(psn=0, dqpn=QP, payload=1024) -> bytes:
 
 def ack(entropy) -> bytes:
     """A standard ACK: its UDP source port echoes the acknowledged packet's entropy."""
-    return bytes(Ether() / IP(src=PEER, dst="10.0.0.1") / UDP(sport=entropy, dport=4791) /
+    return bytes(Ether() / IP(src=PEER, dst="10.0.0.1") / UDP(sport=echo_sport(entropy), dport=4791) /
                  BTH(opcode=0x11, dqpn=LOCAL_QP) / AETH())
 
 

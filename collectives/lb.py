@@ -23,12 +23,14 @@ from fabricmodel.ethereal import EtherealRank, Flow, SubFlow
 from fabricmodel.topology import Hop
 
 from .transport import KIND_ACK, SendQP
+from .wire import echo_sport
 
 POLICIES = ("ecmp", "ethereal", "spray", "reps")
 # the tc program each policy runs on every rank's interface (None: nothing on the path)
 PROGRAMS: dict[str, type[Program] | None] = {"ecmp": None, "ethereal": ebpf.Pin,
                                              "spray": ebpf.Spray, "reps": ebpf.Reps}
 REPS_FIRST_WINDOW = 16
+ACK_PORT_TRIES = 256
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ class Ethereal(Policy):
 
     def _port(self, sub: SubFlow) -> int:
         """The planner's port steers the data; the receiver's ACKs echo that port in their
-        own source port, so they are hashed too. A port that also brings the ACKs back over
+        own source port (wire.echo_sport), so they are hashed too. A port that also brings the ACKs back over
         the same links (the reverse path) is preferred: then a timeout on a path means that
         path, and Ethereal's failure marks stay true. The planner's port when none is found."""
         routing = self.planner.routing
@@ -168,10 +170,12 @@ class Ethereal(Policy):
                 if back not in group:
                     return sub.sport
                 rev.append((len(group), group.index(back)))
-        for sport in range(sub.sport, rocev2.SPORT_MAX + 1):
+        span = rocev2.SPORT_MAX - rocev2.SPORT_MIN + 1
+        for k in range(ACK_PORT_TRIES):          # about 1 in (group sizes) ports fits
+            sport = rocev2.SPORT_MIN + (sub.sport - rocev2.SPORT_MIN + k) % span
             if all(hashing.ecmp_member(src.ip, dst.ip, rocev2.UDP, sport, rocev2.ROCEV2_PORT,
                                        n) == m for n, m in fwd) and \
-                    all(hashing.ecmp_member(dst.ip, src.ip, rocev2.UDP, sport,
+                    all(hashing.ecmp_member(dst.ip, src.ip, rocev2.UDP, echo_sport(sport),
                                             rocev2.ROCEV2_PORT, n) == m for n, m in rev):
                 return sport
         return sub.sport

@@ -476,14 +476,15 @@ class RecvQP:
 
     def _ack(self, syndrome: int, psn: int, echo: tuple[int, bool]) -> None:
         """A standard ACK (BTH + AETH + ICRC): its UDP source port echoes the entropy of the
-        data packet that triggered it, BTH BECN that packet's CE mark (REPS reads both)."""
+        data packet that triggered it (scrambled, wire.echo_sport), BTH BECN that packet's CE
+        mark (REPS reads both)."""
         st = self.ep.stats
         st.acks_sent += 1
         if syndrome != rocev2.AETH_ACK:
             st.naks_sent += 1
         roce = wire.bth(rocev2.ACKNOWLEDGE, self.ack_qpn, psn, becn=echo[1]) + \
             wire.aeth(syndrome, self.msn)
-        self.ep.send_frame(self.dst, echo[0], roce, 0)
+        self.ep.send_frame(self.dst, wire.echo_sport(echo[0]), roce, 0)
 
     def _deliver(self, op: int, body: memoryview) -> None:
         if op in wire.WRITE_OPS:

@@ -63,6 +63,25 @@ def psn_diff(a: int, b: int) -> int:
     return d - (PSN_MASK + 1) if d >= PSN_HALF else d
 
 
+# The entropy echo in an ACK's source port is scrambled by a fixed bijection of the 14 port
+# bits (multiplication by an odd constant modulo 2^14). The switches' CRC hash is affine: with
+# the echo copied verbatim, the hash of an ACK (addresses swapped, same port) would differ from
+# its data packet's by a constant, so the ACK's path would be fixed by the data's path, and a
+# link lost one way would stop every packet of some host pairs whatever their entropy. The
+# multiplication is not affine, so the ACK's path varies with the entropy like the data's.
+ECHO_MUL, ECHO_MUL_INV = 0x2F4B, 0x2263      # inverses modulo 2^14
+
+
+def echo_sport(entropy: int) -> int:
+    """The source port of an ACK that echoes the data packet's `entropy` (0xC000-0xFFFF)."""
+    return SPORT_MIN | (entropy * ECHO_MUL & 0x3FFF)
+
+
+def echoed_entropy(sport: int) -> int:
+    """The entropy an ACK with source port `sport` echoes (ebpf/reps.c does the same)."""
+    return SPORT_MIN | (sport * ECHO_MUL_INV & 0x3FFF)
+
+
 def ack_sport(qpn: int) -> int:
     """The fixed source port of a QP's CNPs (ACKs echo the entropy of what they acknowledge)."""
     return SPORT_MIN | (qpn * 2654435761 >> 7 & 0x3FFF)

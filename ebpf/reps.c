@@ -5,7 +5,8 @@
  * cache (removed from it), or a random one when the cache is empty. The entropy each PSN left
  * with is kept (`sent_ev`), so a timeout can evict the entropy of the packet that timed out.
  * Ingress: an ACK (BTH opcode 0x11, a standard one: BTH + AETH + ICRC) carries the entropy of
- * the data packet it acknowledges in its own UDP source port, and that packet's congestion
+ * the data packet it acknowledges in its own UDP source port (scrambled by a multiplication
+ * modulo 2^14, so that the ACK's ECMP path is not tied to the data's), and that packet's congestion
  * mark in the BTH BECN bit. The receiver ACKs every data packet, so every delivered packet's
  * entropy comes back. Without BECN the entropy goes back into the cache (the oldest entry
  * makes room when the cache is full); with BECN it is evicted, copies still cached included.
@@ -16,6 +17,7 @@
 #ifndef REPS_CACHE
 #define REPS_CACHE 32 /* a power of two: ring indexes are masked */
 #endif
+#define ECHO_MUL_INV 0x2263 /* inverse of collectives.wire.ECHO_MUL modulo 2^14 */
 #ifndef REPS_SENT
 #define REPS_SENT 256 /* entropies remembered by PSN; a power of two >= the send window */
 #endif
@@ -147,7 +149,8 @@ int reps_ingress(struct __sk_buff *skb)
 	c = reps_conns.lookup(conn_key);
 	if (!c)
 		return PASS;
-	ev = bpf_ntohs(p.sport);
+	/* the echo is scrambled by a multiplication modulo 2^14 (collectives/wire.py) */
+	ev = 0xC000 | ((bpf_ntohs(p.sport) * ECHO_MUL_INV) & 0x3FFF);
 	bpf_spin_lock(&c->lock);
 	if (ev - c->ev_base >= c->ev_count)
 		c->acks_foreign++;

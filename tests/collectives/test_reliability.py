@@ -56,7 +56,8 @@ def _acks(frames):
         if op == rocev2.ACKNOWLEDGE:
             assert len(roce) == 16                # BTH + AETH: a standard ACK
             (word,) = wire.AETH_HDR.unpack_from(roce, 12)
-            out.append((word >> 24, psn, sport, int(wire.parse_bth(roce + bytes(4))[5])))
+            out.append((word >> 24, psn, wire.echoed_entropy(sport),
+                        int(wire.parse_bth(roce + bytes(4))[5])))
     return out
 
 

@@ -64,6 +64,16 @@ def test_ack_is_standard_and_echoes_in_its_source_port_and_becn():
     assert wire.icrc_ok(bytes(pkt)) and not wire.icrc_ok(bytes(pkt)[:-1] + b"\0")
 
 
+def test_the_echo_is_a_bijection_of_the_roce_port_range_and_not_affine():
+    ports = range(wire.SPORT_MIN, wire.SPORT_MAX + 1)
+    assert sorted(wire.echo_sport(p) for p in ports) == list(ports)
+    assert all(wire.echoed_entropy(wire.echo_sport(p)) == p for p in ports)
+    # not affine over GF(2): e(a ^ b ^ c) != e(a) ^ e(b) ^ e(c) for some ports
+    a, b, c = 0xC001, 0xC002, 0xC004
+    e = wire.echo_sport
+    assert e(a ^ b ^ c) != e(a) ^ e(b) ^ e(c)
+
+
 def test_cnp_is_rocev2_cnp():
     pkt = _parse(wire.bth(rocev2.CNP, 0x200003, 0, becn=True) + wire.CNP_PAD, tos=0)
     assert pkt[BTH].opcode == 0x81 and pkt[BTH].becn == 1 and pkt.haslayer(CNPPadding)

@@ -8,6 +8,8 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from collectives.wire import echo_sport
+
 SRC_IP = "10.0.0.1"
 DST_IP = "10.0.0.2"
 QP = 0x000123
@@ -30,8 +32,9 @@ def roce(psn: int, dqpn: int = QP, dst: str = DST_IP, src: str = SRC_IP,
 def ack(entropy: int, ece: bool = False, local_qp: int = QP, peer: str = DST_IP,
         me: str = SRC_IP, psn: int = 0) -> bytes:
     """A standard ACK (BTH + AETH + ICRC) from `peer` to this host's QP: its UDP source port
-    echoes `entropy`, BTH BECN the congestion mark (collectives/README.md, wire format)."""
-    pkt = (Ether() / IP(src=peer, dst=me) / UDP(sport=entropy, dport=4791) /
+    echoes `entropy` (scrambled as the transport does), BTH BECN the congestion mark
+    (collectives/README.md, wire format)."""
+    pkt = (Ether() / IP(src=peer, dst=me) / UDP(sport=echo_sport(entropy), dport=4791) /
            BTH(opcode=OP_ACK, dqpn=local_qp, psn=psn, becn=int(ece)) / AETH(syndrome=0, msn=1))
     return bytes(pkt)
 

@@ -10,6 +10,7 @@ import pytest
 from ebpf_packets import AETH, BTH, IP, UDP, Ether, Raw, udp_checksum_field, udp_checksum_valid
 from pyroute2.netns import popns, pushns
 
+from collectives.wire import echo_sport
 from ebpf import Impair, Pin, Reps, TcError, tc
 
 pytestmark = [pytest.mark.ebpf, pytest.mark.netns]
@@ -224,7 +225,7 @@ def test_reps_recycles_echoed_entropies_across_namespaces(netns_pair, receiver):
             with inside(netns_pair["b"]):
                 acker = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             with acker:
-                acker.bind((netns_pair["ip_b"], sport))
+                acker.bind((netns_pair["ip_b"], echo_sport(sport)))
                 ack = (BTH(opcode=0x11, dqpn=local_qp, psn=psn, becn=int(sport == base + 1),
                            icrc=0) / AETH(msn=psn))
                 acker.sendto(bytes(ack), (netns_pair["ip_a"], 4791))
