@@ -65,7 +65,7 @@ def test_ack_is_standard_and_echoes_in_its_source_port_and_becn():
 
 
 def test_the_echo_is_a_bijection_of_the_roce_port_range_and_not_affine():
-    ports = range(wire.SPORT_MIN, wire.SPORT_MAX + 1)
+    ports = range(rocev2.SPORT_MIN, rocev2.SPORT_MAX + 1)
     assert sorted(wire.echo_sport(p) for p in ports) == list(ports)
     assert all(wire.echoed_entropy(wire.echo_sport(p)) == p for p in ports)
     # not affine over GF(2): e(a ^ b ^ c) != e(a) ^ e(b) ^ e(c) for some ports
