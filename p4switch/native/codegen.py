@@ -90,7 +90,7 @@ class CodeGen:
 
     # ------------------------------------------------------------ types
     def ctype(self, kind) -> str:
-        if kind == INT:
+        if kind in (INT, ("bool",)):
             return "i128"
         if kind == WIDE:
             return "wide_t"
@@ -293,7 +293,7 @@ class CodeGen:
             return
         if isinstance(st.value, ast.Tuple):
             parts = [self.expr(e) if not _is_none(e) else Ex("0", INT) for e in st.value.elts]
-            kind = ("tuple", tuple(p.kind for p in parts))
+            kind = ("tuple", tuple(INT if p.kind == ("bool",) else p.kind for p in parts))
             f.ret = kind
             f.emit(f"return ({self.tuple_type(kind)}){{{', '.join(p.code for p in parts)}}};")
             return
@@ -734,8 +734,8 @@ class CodeGen:
                 return Ex(base.code, k, copy=True)
             if attr == "_t":
                 return Ex(base.code, ("tcmp", k[1]))
-            if attr == "_extv":
-                _fail(node, f"varbit field (two-argument extract) of header {_p4name(k[1])}")
+            if attr == "_extv" and st.varbit:
+                return Ex(f"EXTV_{k[1]}(&{base.code}, {self.expr(args[0]).code}, {self.int_expr(args[1])})", ("void",))
             if attr == "_ext" and st.kind == "H":
                 return Ex(f"EXT_{k[1]}(&{base.code}, {self.expr(args[0]).code})", ("void",))
             if attr == "_emit" and st.kind == "H":
@@ -832,7 +832,10 @@ class CodeGen:
         f = self.fn
         key_node = node.body[0].value
         apply_call = node.body[1].value
-        keys = [self.int_expr(e) for e in key_node.elts]
+        keys = []
+        for e in key_node.elts:
+            k = self.expr(e)
+            keys.append(f"wide_low({k.code})" if k.kind == WIDE else self.int_expr(e))
         sel_node = apply_call.args[1]
         f.decls.append(f"i128 key[{max(len(keys), 1)}];")
         for i, k in enumerate(keys):

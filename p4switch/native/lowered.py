@@ -43,6 +43,7 @@ class Struct:
         self.width = 0
         self.elem, self.size = None, 0            # stacks
         self.refs: set[str] = set()              # frames: members bound by reference
+        self.varbit: tuple | None = None          # headers: (field, max width, whole bytes only)
 
 
 class Lowered:
@@ -93,38 +94,76 @@ class Lowered:
         methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
         if kind == "H":
             s.members["_v"] = INT
-            ext = methods["_ext"]
-            if len(ext.args.args) != 2:
-                raise Unsupported(f"varbit field in header {node.name.split('_', 1)[1].rsplit('_', 1)[0]}")
-            signed = set()
-            for st in ext.body:
-                if (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Attribute)
-                        and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Sub)):
-                    signed.add(st.targets[0].attr)
-            text = ast.unparse(methods["_int"].body[0].value)
-            for f, mask in re.findall(r"self\.(\w+) & (0x[0-9a-f]+|\d+)", text):
-                width = int(mask, 0).bit_length()
-                if width > 512 or (width > 64 and f in signed):
-                    raise Unsupported(f"field {f} of {width} bits (wider than 512, or signed and wider "
-                                      f"than 64) in header {node.name[2:].rsplit('_', 1)[0]}")
-                s.fields.append((f, width, f in signed))
-                s.members[f] = WIDE if width > 64 else INT
-            s.width = sum(w for _, w, _ in s.fields)
+            self._members(s, node, methods["__init__"])     # struct-typed fields come from here
+            if "_extv" in methods:
+                self._varbit_header(s, node, methods)
+            else:
+                self._header_fields(s, node, methods)
         elif kind in "SU":
-            init = methods["__init__"]
-            for st in init.body:
-                if isinstance(st, ast.Pass):
-                    continue
-                tgt, val = st.targets[0].attr, st.value
-                if isinstance(val, ast.Constant):
-                    if val.value not in (0, False):
-                        raise Unsupported(f"initial value {val.value!r} of {node.name}.{tgt}")
-                    s.members[tgt] = INT
-                elif isinstance(val, ast.Call) and isinstance(val.func, ast.Name):
-                    if val.func.id == "_Stack":
-                        s.members[tgt] = self.stack(val.args[0].id, val.args[1].value)
-                    else:
-                        s.members[tgt] = ("struct", val.func.id)
-                else:
-                    raise Unsupported(f"member {tgt} of {node.name}")
+            self._members(s, node, methods["__init__"])
         self.structs[node.name] = s
+
+    def _members(self, s: Struct, node, init):
+        """Member kinds from a generated class's __init__ (0: a value, Class(): a struct)."""
+        for st in init.body:
+            if isinstance(st, ast.Pass):
+                continue
+            tgt, val = st.targets[0].attr, st.value
+            if tgt == "_v":
+                continue
+            if isinstance(val, ast.Constant):
+                if val.value not in (0, False):
+                    raise Unsupported(f"initial value {val.value!r} of {node.name}.{tgt}")
+                s.members[tgt] = INT
+            elif isinstance(val, ast.Call) and isinstance(val.func, ast.Name):
+                if val.func.id == "_Stack":
+                    s.members[tgt] = self.stack(val.args[0].id, val.args[1].value)
+                else:
+                    s.members[tgt] = ("struct", val.func.id)
+            else:
+                raise Unsupported(f"member {tgt} of {node.name}")
+
+    def _header_fields(self, s: Struct, node, methods):
+        """Layout from `_int` (MSB first); a field is `self.f`, or `self.s.f` for a field of a
+        struct inside the header; signed ones are sign-extended in `_ext`."""
+        signed = set()
+        for st in methods["_ext"].body:
+            if (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Attribute)
+                    and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Sub)):
+                signed.add(ast.unparse(st.targets[0])[5:])
+        text = ast.unparse(methods["_int"].body[0].value)
+        for f, mask in re.findall(r"self\.([\w.]+) & (0x[0-9a-f]+|\d+)", text):
+            width = int(mask, 0).bit_length()
+            if width > 512 or (width > 64 and (f in signed or "." in f)):
+                raise Unsupported(f"field {f} of {width} bits (wider than 512, or signed or in a "
+                                  f"struct and wider than 64) in header {node.name[2:].rsplit('_', 1)[0]}")
+            s.fields.append((f, width, f in signed))
+            if "." not in f:
+                s.members[f] = WIDE if width > 64 else INT
+        s.width = sum(w for _, w, _ in s.fields)
+
+    def _varbit_header(self, s: Struct, node, methods):
+        """A header with a varbit field: `_int` builds it field by field, the varbit one with
+        its extracted length `_L_<field>`; `_extv` says the maximum."""
+        extv = ast.unparse(methods["_extv"])
+        limit = re.search(r"if vb > (\d+)", extv)
+        for st in methods["_int"].body:
+            if not (isinstance(st, ast.Assign) and isinstance(st.value, ast.BinOp)):
+                continue
+            shift, field = st.value.left.right, ast.unparse(st.value.right.left)[5:]
+            if "." in field:
+                raise Unsupported(f"struct field {field} beside a varbit field in header "
+                                  f"{node.name[2:].rsplit('_', 1)[0]}")
+            if isinstance(shift, ast.Constant):
+                if shift.value > 64:
+                    raise Unsupported(f"field {field} of {shift.value} bits beside a varbit field "
+                                      f"in header {node.name[2:].rsplit('_', 1)[0]}")
+                s.fields.append((field, shift.value, False))
+                s.members[field] = INT
+            else:
+                if int(limit.group(1)) > 512:
+                    raise Unsupported(f"varbit field {field} of up to {limit.group(1)} bits (over 512)")
+                s.varbit = (field, int(limit.group(1)), "vb & 7" in extv)
+                s.fields.append((field, 0, False))
+                s.members[field] = WIDE
+                s.members["_L_" + field] = INT

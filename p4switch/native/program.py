@@ -26,8 +26,11 @@ def check(program) -> None:
             raise Unsupported(f"selector algorithm {spec['algorithm']} of {name}")
     for name, spec in program.tables.items():
         for k in spec["keys"]:
+            if k["width"] > 128:
+                raise Unsupported(f"key {k['name']} of {k['width']} bits (wider than 128) in table {name}")
+        for k in spec.get("selector_keys", []):
             if k["width"] > 64:
-                raise Unsupported(f"key {k['name']} of {k['width']} bits (wider than 64) in table {name}")
+                raise Unsupported(f"selector key {k['name']} of {k['width']} bits (wider than 64) in table {name}")
         if len(spec["keys"]) > 16:
             raise Unsupported(f"table {name} with more than 16 keys")
     for name, a in program.actions.items():

@@ -143,7 +143,10 @@ typedef struct { uint64_t *packets, *bytes; uint64_t size; } cnt_t;
 /* ------------------------------------------------------------------ tables
  * An entry is a row of uint64 words, in the order the Python Table sorts them (-priority,
  * insertion): handle, action id (NO_ID: indirect), member id, group id, then per key
- * (kind, a, b) with kind 0 wildcard / 1 value-mask / 2 range, then the action arguments. */
+ * (kind, a.lo, a.hi, b.lo, b.hi) with kind 0 wildcard / 1 value-mask / 2 range (keys up to 128
+ * bits), then the action arguments. */
+#define KW 5
+static inline u128 kval(const uint64_t *w) { return ((u128)w[1] << 64) | w[0]; }
 typedef struct {
     uint32_t n, stride;
     uint64_t *rows;
@@ -199,9 +202,9 @@ static inline uint64_t key_hash(const i128 *key, uint32_t n) {
 
 static int row_matches(const uint64_t *row, const i128 *key, uint32_t nkeys) {
     const uint64_t *k = row + 4;
-    for (uint32_t i = 0; i < nkeys; i++, k += 3) {
-        if (k[0] == 1) { if (((uint64_t)key[i] & k[2]) != k[1]) return 0; }
-        else if (k[0] == 2) { if (key[i] < (i128)k[1] || key[i] > (i128)k[2]) return 0; }
+    for (uint32_t i = 0; i < nkeys; i++, k += KW) {
+        if (k[0] == 1) { if (((u128)key[i] & kval(k + 3)) != kval(k + 1)) return 0; }
+        else if (k[0] == 2) { if ((u128)key[i] < kval(k + 1) || (u128)key[i] > kval(k + 3)) return 0; }
     }
     return 1;
 }
@@ -215,7 +218,7 @@ static int64_t table_find(const table_t *t, const tsnap_t *s, const i128 *key) {
             if (!slot) return -1;
             const uint64_t *row = s->rows + (uint64_t)(slot - 1) * s->stride;
             uint32_t j;
-            for (j = 0; j < t->nkeys; j++) if ((i128)row[4 + 3 * j + 1] != key[j]) break;
+            for (j = 0; j < t->nkeys; j++) if (kval(row + 4 + KW * j + 1) != (u128)key[j]) break;
             if (j == t->nkeys) return slot - 1;
         }
         return -1;
@@ -234,7 +237,7 @@ static void tsnap_index(table_t *t, tsnap_t *s) {
     i128 key[MAXKEYS];
     for (uint32_t r = 0; r < s->n; r++) {
         const uint64_t *row = s->rows + (uint64_t)r * s->stride;
-        for (uint32_t j = 0; j < t->nkeys; j++) key[j] = (i128)row[4 + 3 * j + 1];
+        for (uint32_t j = 0; j < t->nkeys; j++) key[j] = (i128)kval(row + 4 + KW * j + 1);
         uint64_t h = key_hash(key, t->nkeys);
         for (uint32_t i = 0;; i++) {
             uint32_t *slot = &s->hidx[(h + i) & (cap - 1)];
@@ -302,7 +305,7 @@ static inline tres_t table_apply(table_t *t, const i128 *key, const i128 *sel, c
         }
         return (tres_t){1, act};
     }
-    *args = row + 4 + 3 * t->nkeys;
+    *args = row + 4 + KW * t->nkeys;
     return (tres_t){1, row[1]};
 }
 

@@ -282,7 +282,7 @@ double sw_bench(uint32_t port, const uint8_t *data, uint32_t len, uint32_t count
 void sw_table_set(int t, uint32_t n, const uint64_t *rows, const uint64_t *packets, const uint64_t *bytes, int carry) {
     table_t *tb = &TABLES[t];
     tsnap_t *s = calloc(1, sizeof(tsnap_t));
-    s->n = n; s->stride = 4 + 3 * tb->nkeys + tb->nargs;
+    s->n = n; s->stride = 4 + KW * tb->nkeys + tb->nargs;
     s->rows = malloc((uint64_t)n * s->stride * sizeof(uint64_t) + 8);
     s->packets = calloc(n + 1, sizeof(uint64_t)); s->bytes = calloc(n + 1, sizeof(uint64_t));
     if (n) {

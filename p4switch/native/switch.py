@@ -132,13 +132,12 @@ class NativeSwitch(Switch):
         for e in sorted(t.entries.values(), key=lambda x: (-x.priority, x.order)):
             rows += [e.handle, self.action_ids[e.action] if e.action else NO_ID,
                      NO_ID if e.member is None else e.member, NO_ID if e.group is None else e.group]
-            for m in e.match:
+            for m in e.match:       # (kind, a.lo, a.hi, b.lo, b.hi): keys up to 128 bits
                 if m is None:
-                    rows += [0, 0, 0]
-                elif m[0] == "range":
-                    rows += [2, m[1], m[2]]
+                    rows += [0, 0, 0, 0, 0]
                 else:
-                    rows += [1, m[0], m[1]]
+                    kind, a, b = (2, m[1], m[2]) if m[0] == "range" else (1, m[0], m[1])
+                    rows += [kind, a & NO_ID, a >> 64, b & NO_ID, b >> 64]
             args = _words(self.program, e.action, e.args) if e.action else []
             rows += args + [0] * (nargs - len(args))
             packets.append(e.packets)

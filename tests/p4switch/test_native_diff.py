@@ -45,20 +45,7 @@ def _state(sw) -> dict:
     return out
 
 
-# what the native backend does not run yet: each refusal is a failure of this test, kept visible
-NOT_YET = {"exact_wide_key": "keys wider than 64 bits",
-           "varbit_options": "varbit fields",
-           "evaluation_order": "bool temporaries of short-circuit && || (lowered by the compiler)",
-           "union_stack_struct_field": "struct fields inside headers"}
-
-
-def _param(p: Path):
-    why = NOT_YET.get(p.stem)
-    marks = [pytest.mark.xfail(reason=f"native backend: {why} not supported", strict=True)] if why else []
-    return pytest.param(p, marks=marks, id=f"{p.parent.name}/{p.stem}")
-
-
-@pytest.mark.parametrize("stf", [_param(p) for p in STF_FILES])
+@pytest.mark.parametrize("stf", STF_FILES, ids=[f"{p.parent.name}/{p.stem}" for p in STF_FILES])
 def test_stf_same_on_both_backends(stf):
     results, states = {}, {}
     for backend in ("python", "native"):
@@ -87,7 +74,7 @@ def _fuzz_packets(seed: int, count: int):
         yield rng.randrange(0, 8), data
 
 
-@pytest.mark.parametrize("program", [_param(p) for p in FUZZ])
+@pytest.mark.parametrize("program", FUZZ, ids=[f"{p.parent.name}/{p.stem}" for p in FUZZ])
 def test_fuzz_corpus_same_on_both_backends(program):
     switches = {b: p4switch.load(str(program), include_dirs=INCLUDE, backend=b) for b in ("python", "native")}
     for sw in switches.values():
