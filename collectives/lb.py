@@ -191,8 +191,8 @@ def make_policy(name: str, rank: int, ips: list[str], *, qps: int = 1, seed: int
             rank, ips, qps, align, program)
     planner = None
     if topology is not None:
-        # every rank its own shuffle, another one per seed (REFERENCES.md: "shuffled with the
-        # rank as seed")
+        # every rank its own shuffle, another one per seed (Ethereal, arXiv 2407.00550:
+        # "shuffled with the rank as seed")
         planner = EtherealRank(topology, hosts[rank], mtu=align, seed=seed << 16 | rank,
                                routing=routing)
     return Ethereal(rank, ips, qps, align, program, planner, hosts)

@@ -5,6 +5,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from tabulate import tabulate
+
 COLUMNS = ("collective", "algo", "dtype", "elements", "ranks", "policy", "reliability")
 
 
@@ -39,9 +41,5 @@ def summary(rows: list[dict]) -> str:
 
 
 def format_table(head: list[str], lines: list[list[str]]) -> str:
-    """Left-aligned columns under a header and a rule of dashes."""
-    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h)
-              for i, h in enumerate(head)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths)),
-                      *(fmt.format(*line) for line in lines)])
+    """Left-aligned columns under a header and a rule of dashes (cells printed as given)."""
+    return tabulate(lines, headers=head, tablefmt="simple", disable_numparse=True)

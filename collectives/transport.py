@@ -9,7 +9,7 @@ Queue pairs are demultiplexed by the BTH destination QP number:
     data QPN = 1<<20 | sender rank<<8 | index     (receiver side of the QP)
     ack  QPN = 2<<20 | receiver rank<<8 | index   (sender side, target of ACK/NAK/CNP)
 Reliability: go-back-N (IBTA), IRN-style selective repeat (NAK at the first gap), or `ooo`: a
-receiver that tolerates reordering, as spraying transports assume (REFERENCES.md).
+receiver that tolerates reordering, as spraying transports assume (REPS, Bonato et al., arXiv 2407.21625).
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controller.allocate import first_fit
 from controller.multicast import MulticastError, MulticastGroup, MulticastPlanner
 from fabricmodel.routing import Routing
 from fabricmodel.topology import Topology
@@ -17,6 +18,12 @@ from fabricmodel.topology import Topology
 DEFAULT_SLOTS_PER_SWITCH = 1024
 MAX_WORKERS = 255                # num_workers is a u8
 MAX_JOB_ID = 0xFFFF              # job_id is a u16
+
+
+def aggregating_leaf(topo: Topology, workers) -> str:
+    """The leaf with the most workers (fewest bytes cross the fabric); ties: lowest device id."""
+    leaves = [topo.host(w).leaf for w in workers]
+    return min(dict.fromkeys(leaves), key=lambda lf: (-leaves.count(lf), topo.switch(lf).device_id))
 
 
 class AggregationError(Exception):
@@ -60,12 +67,9 @@ class AggregationPlanner:
     def create(self, job_id: int, workers: list[str], slots: int, *, leaf: str | None = None,
                routing: Routing | None = None) -> AggregationJob:
         self._check(job_id, workers, slots, leaf)
-        if leaf is None:
-            counts: dict[str, int] = {}
-            for w in workers:
-                counts[self.topo.host(w).leaf] = counts.get(self.topo.host(w).leaf, 0) + 1
-            leaf = min(counts, key=lambda lf: (-counts[lf], self.topo.switch(lf).device_id))
-        base = self._free_range(leaf, slots)
+        leaf = leaf or aggregating_leaf(self.topo, workers)
+        base = first_fit(((j.slot_base, j.slot_base + j.slots) for j in self.jobs.values()
+                          if j.leaf == leaf), slots, self.slots_per_switch)
         if base is None:
             free = self.slots_per_switch - sum(j.slots for j in self.jobs.values()
                                                if j.leaf == leaf)
@@ -111,13 +115,3 @@ class AggregationPlanner:
         if leaf is not None and (leaf not in self.topo.switches
                                  or self.topo.switches[leaf].tier != "leaf"):
             raise AggregationError(f"aggregation job {job_id}: {leaf!r} is not a leaf")
-
-    def _free_range(self, leaf: str, slots: int) -> int | None:
-        taken = sorted((j.slot_base, j.slot_base + j.slots) for j in self.jobs.values()
-                       if j.leaf == leaf)
-        start = 0
-        for lo, hi in taken:
-            if lo - start >= slots:
-                return start
-            start = max(start, hi)
-        return start if self.slots_per_switch - start >= slots else None

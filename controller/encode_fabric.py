@@ -52,13 +52,10 @@ def switch_state(topo: Topology, plan: SwitchPlan) -> State:
     entries = state.table_entries
     entries.append(port_liveness(plan))
     me = topo.switch(plan.name)
-    for port, link in sorted(topo.ports(plan.name).items()):
-        peer = link.b if link.a == plan.name else link.a
-        dmac = topo.host(peer).mac if peer in topo.hosts else \
-            topo.switch(peer).port_mac(link.port_of(peer))
+    for port in sorted(topo.ports(plan.name)):
         entries.append(TableEntry("FabricEgress.port_mac", {"standard_metadata.egress_port": port},
                                   "FabricEgress.set_port_macs", {"smac": me.port_mac(port),
-                                                           "dmac": dmac}))
+                                                           "dmac": topo.peer_mac(plan.name, port)}))
     groups = ecmp_groups(plan)
     for (_, ports), gid in groups.items():
         entries.append(TableEntry("FabricIngress.ecmp_groups", {"meta.ecmp_group": gid},

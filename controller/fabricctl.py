@@ -16,6 +16,7 @@ import click
 import grpc
 import yaml
 from google.protobuf import json_format
+from tabulate import tabulate
 
 from controller.proto import fabric_pb2 as api
 from controller.proto import fabric_pb2_grpc
@@ -67,12 +68,8 @@ class Ctx:
 
 
 def table(headers: list[str], rows: list[list]) -> None:
-    cells = [[str(c) for c in r] for r in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    click.echo(fmt.format(*headers).rstrip())
-    for r in cells:
-        click.echo(fmt.format(*r).rstrip())
+    click.echo(tabulate([[str(c) for c in r] for r in rows], headers=headers, tablefmt="plain",
+                        disable_numparse=True))
 
 
 def _sync_table(reply) -> None:

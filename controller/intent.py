@@ -8,20 +8,18 @@ saved as JSON so that a restarted fabricd reconciles to the same state instead o
 from __future__ import annotations
 
 import copy
-import ipaddress
 import json
 from dataclasses import asdict, dataclass, field
 
 import yaml
 
+from controller import aggregation, multicast
+from controller.allocate import first_fit
 from controller.netreduce import NetReduceError, NetReduceJob, NetReducePlanner, Stage
 from controller.vclos import AllocationError, Slice, VClosAllocator
 from fabricmodel import ethereal, topology
 from fabricmodel.routing import Routing
 from fabricmodel.topology import Topology, TopologyError
-
-MAX_GROUP_ID = 4095              # fabric.p4's multicast group ids are < 4096
-MCAST_BASE = int(ipaddress.IPv4Address("239.1.0.0"))   # group g is 239.1.<g/256>.<g%256>
 
 
 class IntentError(Exception):
@@ -41,11 +39,7 @@ class GroupIntent:
 
     @property
     def address(self) -> str:
-        return group_address(self.group_id)
-
-
-def group_address(group_id: int) -> str:
-    return str(ipaddress.IPv4Address(MCAST_BASE + group_id))
+        return multicast.group_ip(self.group_id)
 
 
 @dataclass(frozen=True)
@@ -62,7 +56,7 @@ class JobIntent:
     @property
     def result_ip(self) -> str:
         """Results travel as multicast to this address, through group `group_id`."""
-        return group_address(self.group_id)
+        return multicast.group_ip(self.group_id)
 
 
 @dataclass(frozen=True)
@@ -256,12 +250,9 @@ class Intent:
             raise IntentError("INVALID_ARGUMENT", f"aggregation job {name}: at most "
                               f"{self.max_workers} workers per job on this data plane")
         sl = self._common_slice(workers[0], workers, f"aggregation job {name}")
-        # Worker ids follow rank order and the leaf with most workers aggregates (ties: the
-        # lowest device id), as controller.aggregation decides.
+        # Worker ids follow rank order; controller.aggregation chooses the leaf.
         workers.sort(key=lambda w: self.topo.host(w).rank)
-        leaves = [self.topo.host(w).leaf for w in workers]
-        leaf = min(dict.fromkeys(leaves),
-                   key=lambda lf: (-leaves.count(lf), self.topo.switch(lf).device_id))
+        leaf = aggregation.aggregating_leaf(self.topo, workers)
         base = self._free_slots(leaf, slots, name)
         job_id = min(set(range(1, len(self.jobs) + 2)) - {j.job_id for j in self.jobs.values()})
         job = JobIntent(name, job_id, tuple(workers), leaf, base, slots, self._free_group_id(),
@@ -326,19 +317,17 @@ class Intent:
     def _free_group_id(self) -> int:
         used = {g.group_id for g in self.groups.values()} | {j.group_id for j in self.jobs.values()}
         used |= {st.group_id for j in self.nr_jobs.values() for st in j.stages}
-        for gid in range(1, MAX_GROUP_ID + 1):
-            if gid not in used:
-                return gid
-        raise IntentError("RESOURCE_EXHAUSTED", "every multicast group id is in use")
+        try:
+            return multicast.group_ids(used)[0]
+        except multicast.MulticastError as err:
+            raise IntentError("RESOURCE_EXHAUSTED", str(err)) from None
 
     def _free_slots(self, leaf: str, slots: int, name: str) -> int:
         taken = sorted((j.slot_base, j.slot_base + j.slots) for j in self.jobs.values()
                        if j.leaf == leaf)
-        start = 0
-        for lo, hi in taken + [(self.slot_capacity, self.slot_capacity)]:
-            if lo - start >= slots:
-                return start
-            start = max(start, hi)
+        base = first_fit(taken, slots, self.slot_capacity)
+        if base is not None:
+            return base
         raise IntentError("RESOURCE_EXHAUSTED",
                           f"aggregation job {name}: {leaf} has no {slots} free slots "
                           f"({self.slot_capacity} in all, "

@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from controller.allocate import free_ids
 from fabricmodel.routing import Routing
 from fabricmodel.topology import Topology
 
-MAX_GROUP_ID = 0xFFFF
+MAX_GROUP_ID = 4095               # fabric.p4's multicast group ids (and every planner's)
 
 
 class MulticastError(Exception):
@@ -59,7 +60,16 @@ class Tree(NamedTuple):
 
 
 def group_ip(group_id: int) -> str:
+    """The address senders use for a group: 239.1.<id div 256>.<id mod 256>."""
     return f"239.1.{group_id >> 8}.{group_id & 0xFF}"
+
+
+def group_ids(used, count: int = 1, from_top: bool = False) -> list[int]:
+    """`count` free multicast group ids (every user of the PRE allocates through here)."""
+    ids = free_ids(used, 1, MAX_GROUP_ID, count, from_top)
+    if len(ids) < count:
+        raise MulticastError("every multicast group id is in use")
+    return ids
 
 
 def _down_reach(topo: Topology, routing: Routing, node: str, leaf: str) -> list[int] | None:
@@ -97,9 +107,7 @@ class MulticastPlanner:
             raise MulticastError(f"group {job}/{communicator}: unknown host or leaf "
                                  f"{', '.join(map(repr, unknown))}")
         used = {g.group_id for g in self.groups.values()}
-        gid = next((i for i in range(1, MAX_GROUP_ID + 1) if i not in used), None)
-        if gid is None:
-            raise MulticastError("every multicast group id is in use")
+        gid = group_ids(used)[0]
         try:
             found = tree(self.topo, routing or Routing(self.topo), members, gid, extra_leaves)
         except MulticastError as exc:
@@ -115,17 +123,6 @@ class MulticastPlanner:
             return self.groups.pop((job, communicator))
         except KeyError:
             raise MulticastError(f"no multicast group {job}/{communicator}") from None
-
-    # Kept only until controller/switch_plan.py calls tree() (requested in its inbox).
-    def _tree(self, routing: Routing, leaves: list[str], gid: int):
-        try:
-            found = tree(self.topo, routing, [], gid, leaves)
-        except MulticastError:
-            return None, set()
-        return found.root, set(found.tree_links)
-
-    def _replicas(self, members, links) -> dict[str, tuple[Replica, ...]]:
-        return _replicas(self.topo, members, links)
 
 
 def tree(topo: Topology, routing: Routing, members, group_id: int, extra_leaves=()) -> Tree:

@@ -26,12 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from collectives.netreduce import MSG_PKTS, aggregator_qpns, worker_qpns
+from controller import multicast
+from controller.allocate import first_fit
 from controller.p4rt import MulticastGroup, TableEntry
 from fabricmodel.topology import Topology
 
 NR_SLOTS, NR_MSGS, NR_CONNS, NR_JOBS = 1024, 256, 1024, 256   # p4src/include/defines.p4
 MAX_CHILDREN = 32                     # the slot bitmaps are 32 bits
-MAX_GROUP_ID = 4095
 UP_KIND, DOWN_KIND = 3, 4             # switch-to-switch QPNs: kind << 20 | leaf << 8 | job
 
 
@@ -155,20 +156,11 @@ class NetReducePlanner:
 
     def _group_ids(self, count: int, used: set[int]) -> list[int]:
         taken = set(used) | {s.group_id for j in self.jobs.values() for s in j.stages}
-        # From the top of the id space down: the multicast planner allocates from 1 up.
-        free = [g for g in range(MAX_GROUP_ID, 0, -1) if g not in taken][:count]
-        if len(free) < count:
-            raise NetReduceError("every multicast group id is in use")
-        return free
-
-    @staticmethod
-    def _first_fit(taken: list[tuple[int, int]], size: int, capacity: int) -> int | None:
-        start = 0
-        for lo, hi in sorted(taken):
-            if lo - start >= size:
-                return start
-            start = max(start, hi)
-        return start if capacity - start >= size else None
+        # From the top of the id space down: groups and SwitchML jobs take them from 1 up.
+        try:
+            return multicast.group_ids(taken, count, from_top=True)
+        except multicast.MulticastError as err:
+            raise NetReduceError(str(err)) from None
 
     def _stage(self, switch, address, credits, conns, group_id, children, parent,
                job_id) -> Stage:
@@ -183,7 +175,7 @@ class NetReducePlanner:
                 ("connections", conns, NR_CONNS,
                  [(s.conn_base, s.conn_base + len(s.children)) for s in here]),
                 ("job indices", 1, NR_JOBS, [(s.job_index, s.job_index + 1) for s in here])):
-            base = self._first_fit(used, size, capacity)
+            base = first_fit(used, size, capacity)
             if base is None:
                 raise NetReduceError(f"NetReduce job {job_id}: {switch} has no run of {size} "
                                      f"free {what} (of {capacity})")

@@ -72,14 +72,7 @@ class SwitchPlan:
 
 
 def _next_hop(topo: Topology, switch: str, port: int) -> NextHop:
-    me = topo.switch(switch)
-    link = topo.ports(switch)[port]
-    peer = link.b if link.a == switch else link.a
-    if peer in topo.hosts:
-        dmac = topo.host(peer).mac
-    else:
-        dmac = topo.switch(peer).port_mac(link.port_of(peer))
-    return NextHop(port, dmac, me.port_mac(port))
+    return NextHop(port, topo.peer_mac(switch, port), topo.switch(switch).port_mac(port))
 
 
 def _routes(intent: Intent):
@@ -103,16 +96,12 @@ def group_tree(intent: Intent, members, slice_id: int, extra_leaves=(),
                group_id: int = 1) -> dict[str, tuple[multicast.Replica, ...]]:
     """Per switch, the replicas of a group's tree over the links its slice may use."""
     sl = next((s for s in intent.slices.values() if s.slice_id == slice_id), None)
-    routing = intent.routing(sl)
-    planner = multicast.MulticastPlanner(intent.topo)
-    leaves = sorted({intent.topo.host(m).leaf for m in members} | set(extra_leaves),
-                    key=lambda lf: intent.topo.switches[lf].device_id)
-    root, tree = planner._tree(routing, leaves, group_id)
-    if root is None:
-        raise IntentError("FAILED_PRECONDITION",
-                          f"no switch reaches every member leaf ({', '.join(leaves)}) over "
-                          "live links")
-    return planner._replicas(list(members), tree)
+    try:
+        found = multicast.tree(intent.topo, intent.routing(sl), list(members), group_id,
+                               extra_leaves)
+    except multicast.MulticastError as err:
+        raise IntentError("FAILED_PRECONDITION", str(err)) from None
+    return found.replicas
 
 
 def plan_switches(intent: Intent) -> dict[str, SwitchPlan]:

@@ -63,9 +63,6 @@ class Slice:
                     out.setdefault(end, []).append(lk.port_of(end))
         return {sw: tuple(sorted(ports)) for sw, ports in out.items()}
 
-    def source_prefixes(self, topo: Topology) -> tuple[str, ...]:
-        return tuple(f"{topo.host(h).ip}/32" for h in self.hosts)
-
 
 @dataclass(frozen=True)
 class Fragmentation:

@@ -12,7 +12,7 @@ import pathlib
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import networkx as nx
+import jsonschema
 import yaml
 
 MAX_HOSTS_PER_LEAF = 252          # .253 is the leaf's service address, .254 its gateway
@@ -218,15 +218,8 @@ class Topology:
     def leaves(self) -> list[Switch]:
         return self.tier("leaf")
 
-    @property
-    def top_tier(self) -> str:
-        return "spine" if self.kind == "leaf-spine" else "core"
-
     def hosts_of(self, leaf: str) -> list[Host]:
         return self._hosts_by_leaf.get(leaf, [])
-
-    def leaf_of(self, host: str) -> str:
-        return self.host(host).leaf
 
     def link(self, a: str, b: str, parallel: int = 1) -> Link:
         for lk in self._links_by_pair.get(frozenset((a, b)), ()):
@@ -251,6 +244,15 @@ class Topology:
     def ports(self, switch: str) -> dict[int, Link]:
         """Every port of a switch and the link on it."""
         return dict(self._ports[switch])
+
+    def peer_mac(self, node: str, port: int) -> str:
+        """The MAC at the far end of `node`'s `port` (a host's MAC, or the neighbour switch's
+        port MAC): the destination MAC of a packet leaving there."""
+        link = self._ports[node][port]
+        peer = link.b if link.a == node else link.a
+        if peer in self.hosts:
+            return self.hosts[peer].mac
+        return self.switches[peer].port_mac(link.port_of(peer))
 
     def links_of(self, node: str) -> list[Link]:
         return list(self._ports[node].values())
@@ -291,19 +293,6 @@ class Topology:
             out[lk.a][lk.a_port] = lk
             out[lk.b][lk.b_port] = lk
         return out
-
-    @cached_property
-    def graph(self) -> nx.MultiGraph:
-        """Nodes carry `tier`; each edge is keyed by Link.index and carries the Link."""
-        g = nx.MultiGraph(name=self.name)
-        for s in self.switches.values():
-            g.add_node(s.name, tier=s.tier, device_id=s.device_id)
-        for h in self.hosts.values():
-            g.add_node(h.name, tier="host", ip=h.ip, mac=h.mac)
-        for lk in self.links:
-            g.add_edge(lk.a, lk.b, key=lk.index, link=lk,
-                       ports={lk.a: lk.a_port, lk.b: lk.b_port})
-        return g
 
     def summary(self) -> str:
         tiers = ", ".join(f"{len(self.tier(t))} {t}" for t in ("leaf", "agg", "spine", "core")
@@ -352,7 +341,7 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, parallel_links: in
     params = {"leaves": leaves, "spines": spines, "hosts_per_leaf": hosts_per_leaf,
               "parallel_links": parallel_links, "grpc_port_base": grpc_port_base,
               "link_mbps": link_mbps}
-    _check_params("leaf-spine", params, name or "leaf-spine")
+    _check("leaf-spine", params, name or "leaf-spine")
     b = _Builder(name or f"leafspine-{leaves}x{spines}", "leaf-spine", params, grpc_port_base)
     leaf_sw = [b.switch("leaf", i) for i in range(1, leaves + 1)]
     spine_sw = [b.switch("spine", i) for i in range(1, spines + 1)]
@@ -374,7 +363,7 @@ def fat_tree(k: int, *, name: str | None = None,
     Leaf: ports 1..k/2 hosts, k/2 + a to agg a of its pod. Agg: port e to leaf e of its pod,
     k/2 + c to core (a-1)*k/2 + c. Core: port p+1 to the agg of pod p it reaches."""
     params = {"k": k, "grpc_port_base": grpc_port_base, "link_mbps": link_mbps}
-    _check_params("fat-tree", params, name or "fat-tree")
+    _check("fat-tree", params, name or "fat-tree")
     half = k // 2
     b = _Builder(name or f"fattree-k{k}", "fat-tree", params, grpc_port_base)
     leaves = [[b.switch("leaf", p * half + e + 1, p) for e in range(half)] for p in range(k)]
@@ -396,43 +385,68 @@ def fat_tree(k: int, *, name: str | None = None,
     return b.done()
 
 
-# ---- YAML -------------------------------------------------------------------------------
-_FIELDS = {
-    "leaf-spine": {"leaves", "spines", "hosts_per_leaf", "parallel_links"},
-    "fat-tree": {"k"},
+# ---- descriptions (YAML) -----------------------------------------------------------------
+# One JSON Schema per kind. `x-message` is what a value failing the property's checks is told;
+# `x-<keyword>` overrides it for one failing keyword (e.g. a maximum).
+_MAX_K = int((2 * MAX_LEAVES) ** 0.5) // 2 * 2      # the largest even k with k*k/2 leaves allowed
+_POSITIVE = {"type": "integer", "minimum": 1, "x-message": "must be a positive integer"}
+_COMMON_PROPS = {
+    "kind": {"enum": list(KINDS)},
+    "name": {"type": "string", "minLength": 1, "x-message": "must be a non-empty string"},
+    "grpc_port_base": {"type": "integer", "minimum": 1024, "maximum": 60000,
+                       "x-message": "must be an integer in 1024..60000"},
+    "link_mbps": {"anyOf": [{"type": "null"}, {"type": "number", "exclusiveMinimum": 0}],
+                  "x-message": "must be a positive number or null"},
 }
-_COMMON = {"name", "kind", "grpc_port_base", "link_mbps"}
+SCHEMAS = {
+    "leaf-spine": {
+        "type": "object",
+        "required": ["leaves", "spines", "hosts_per_leaf"],
+        "additionalProperties": False,
+        "properties": {
+            **_COMMON_PROPS,
+            "leaves": {**_POSITIVE, "maximum": MAX_LEAVES, "x-maximum": f"at most {MAX_LEAVES}"},
+            "spines": _POSITIVE,
+            "hosts_per_leaf": {**_POSITIVE, "maximum": MAX_HOSTS_PER_LEAF,
+                               "x-maximum": f"at most {MAX_HOSTS_PER_LEAF}"},
+            "parallel_links": _POSITIVE,
+        },
+    },
+    "fat-tree": {
+        "type": "object",
+        "required": ["k"],
+        "additionalProperties": False,
+        "properties": {
+            **_COMMON_PROPS,
+            "k": {"type": "integer", "minimum": 2, "multipleOf": 2,
+                  "x-message": "must be an even integer >= 2",
+                  "maximum": _MAX_K, "x-maximum": f"at most {_MAX_K} ({MAX_LEAVES} leaves)"},
+        },
+    },
+}
+_VALIDATORS = {kind: jsonschema.Draft202012Validator(schema) for kind, schema in SCHEMAS.items()}
 
 
-def _positive_int(src: str, key: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise TopologyError(f"{src}: {key}: must be a positive integer, got {value!r}")
-    return value
-
-
-def _check_params(kind: str, params: dict, src: str) -> None:
-    if kind == "leaf-spine":
-        for key in ("leaves", "spines", "hosts_per_leaf", "parallel_links"):
-            _positive_int(src, key, params[key])
-        if params["leaves"] > MAX_LEAVES:
-            raise TopologyError(f"{src}: leaves: at most {MAX_LEAVES}, got {params['leaves']}")
-        if params["hosts_per_leaf"] > MAX_HOSTS_PER_LEAF:
-            raise TopologyError(f"{src}: hosts_per_leaf: at most {MAX_HOSTS_PER_LEAF}, "
-                                f"got {params['hosts_per_leaf']}")
-    else:
-        k = _positive_int(src, "k", params["k"])
-        if k % 2 or k < 2:
-            raise TopologyError(f"{src}: k: must be an even integer >= 2, got {k!r}")
-        if k * k // 2 > MAX_LEAVES:
-            raise TopologyError(f"{src}: k: at most {MAX_LEAVES} leaves allowed, got k={k}")
-    base = params["grpc_port_base"]
-    if isinstance(base, bool) or not isinstance(base, int) or not 1024 <= base <= 60000:
-        raise TopologyError(f"{src}: grpc_port_base: must be an integer in 1024..60000, "
-                            f"got {base!r}")
-    mbps = params["link_mbps"]
-    if mbps is not None and (isinstance(mbps, bool) or not isinstance(mbps, int | float)
-                             or mbps <= 0):
-        raise TopologyError(f"{src}: link_mbps: must be a positive number or null, got {mbps!r}")
+def _check(kind: str, data: dict, src: str) -> None:
+    """Validate a description of `kind`; the first problem, in field order, as TopologyError."""
+    props = SCHEMAS[kind]["properties"]
+    order = {key: i for i, key in enumerate(props)}
+    errors = sorted(_VALIDATORS[kind].iter_errors(data),
+                    key=lambda e: order.get(e.path[0] if e.path else "", -1))
+    if not errors:
+        return
+    err = errors[0]
+    if err.validator == "required":
+        field = err.message.split("'")[1]
+        raise TopologyError(f"{src}: {field}: required for kind {kind}")
+    if err.validator == "additionalProperties":
+        field = sorted(set(data) - set(props))[0]
+        raise TopologyError(f"{src}: {field}: unknown field for kind {kind} "
+                            f"(allowed: {', '.join(sorted(props))})")
+    field = err.path[0]
+    rule = props[field]
+    message = rule.get(f"x-{err.validator}", rule.get("x-message", err.message))
+    raise TopologyError(f"{src}: {field}: {message}, got {data[field]!r}")
 
 
 def from_dict(data, source: str = "<dict>") -> Topology:
@@ -443,30 +457,13 @@ def from_dict(data, source: str = "<dict>") -> Topology:
     kind = data.get("kind")
     if kind not in KINDS:
         raise TopologyError(f"{source}: kind: must be one of {', '.join(KINDS)}, got {kind!r}")
-    allowed = _FIELDS[kind] | _COMMON
-    for key in data:
-        if key not in allowed:
-            raise TopologyError(f"{source}: {key}: unknown field for kind {kind} "
-                                f"(allowed: {', '.join(sorted(allowed))})")
-    for key in _FIELDS[kind] - {"parallel_links"}:
-        if key not in data:
-            raise TopologyError(f"{source}: {key}: required for kind {kind}")
+    _check(kind, data, source)
     name = data.get("name", pathlib.Path(source).stem if source != "<dict>" else None)
-    if name is not None and (not isinstance(name, str) or not name):
-        raise TopologyError(f"{source}: name: must be a non-empty string, got {name!r}")
     common = {"name": name, "grpc_port_base": data.get("grpc_port_base", DEFAULT_GRPC_PORT_BASE),
               "link_mbps": data.get("link_mbps")}
     if kind == "leaf-spine":
-        params = {"leaves": data["leaves"], "spines": data["spines"],
-                  "hosts_per_leaf": data["hosts_per_leaf"],
-                  "parallel_links": data.get("parallel_links", 1),
-                  "grpc_port_base": common["grpc_port_base"], "link_mbps": common["link_mbps"]}
-        _check_params(kind, params, source)
-        return leaf_spine(params["leaves"], params["spines"], params["hosts_per_leaf"],
-                          params["parallel_links"], **common)
-    params = {"k": data["k"], "grpc_port_base": common["grpc_port_base"],
-              "link_mbps": common["link_mbps"]}
-    _check_params(kind, params, source)
+        return leaf_spine(data["leaves"], data["spines"], data["hosts_per_leaf"],
+                          data.get("parallel_links", 1), **common)
     return fat_tree(data["k"], **common)
 
 

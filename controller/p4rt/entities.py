@@ -214,7 +214,3 @@ def _check_index(extern, index: int) -> None:
         raise ValueError(f"{extern.name}: index {index} outside 0..{extern.size - 1}")
 
 
-def direct_counter_query(schema: Schema, entry: TableEntry) -> pb.Entity:
-    """A read request for the direct counter of one table entry."""
-    table_entry = entry.to_proto(schema).table_entry
-    return pb.Entity(direct_counter_entry=pb.DirectCounterEntry(table_entry=table_entry))

@@ -1,8 +1,10 @@
 """The operator's intent: refusals carry the right status and change nothing; it persists."""
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from controller import multicast
 from controller.intent import Intent, IntentError
 from fabricmodel.ethereal import Flow
 
@@ -88,3 +90,18 @@ def test_intent_survives_a_round_trip_through_json(intent):
     again = Intent.from_json(intent.to_json(), 64)
     assert again.to_json() == intent.to_json()
     assert again.slices == intent.slices and again.steps == intent.steps
+
+
+def test_group_ids_come_from_the_multicast_planners_rule_and_limit(intent):
+    """Groups, SwitchML jobs and NetReduce trees draw from one id space with one limit: the
+    intent records what controller.multicast hands out, and is refused where it runs out."""
+
+    first = intent.create_group("g1", ["h1", "h5"])
+    assert (first.group_id, first.address) == (1, multicast.group_ip(1))
+    for gid in range(2, multicast.MAX_GROUP_ID):           # every id but the last is taken
+        intent.groups[f"x{gid}"] = replace(first, name=f"x{gid}", group_id=gid)
+    last = intent.create_job("j", ["h1", "h2", "h5"], 4)
+    assert last.group_id == multicast.MAX_GROUP_ID and last.leaf == "leaf1"
+    assert last.result_ip == "239.1.15.255"
+    assert "every multicast group id is in use" in refused(
+        "RESOURCE_EXHAUSTED", intent.create_group, "g2", ["h1", "h5"])

@@ -129,7 +129,7 @@ def test_timeout_evicts_the_entropy_of_the_packet_that_timed_out(conn):
 
 def test_recycling_rate_without_congestion(conn):
     """Every packet acknowledged unmarked: after the first window at least 90% of the packets
-    reuse a cached entropy (REFERENCES.md: REPS recycles, it does not re-randomise)."""
+    reuse a cached entropy (REPS, arXiv 2407.21625, recycles; it does not re-randomise)."""
     inflight = []
     for psn in range(2000):
         inflight.append(send(conn, psn))

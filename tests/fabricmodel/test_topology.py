@@ -1,6 +1,5 @@
 import pathlib
 
-import networkx as nx
 import pytest
 
 from fabricmodel import topology as t
@@ -13,7 +12,9 @@ def test_example_files_load():
     for path in sorted(TOPOS.glob("*.yaml")):
         topo = t.load(path)
         assert topo.name == path.stem
-        assert nx.is_connected(topo.graph)
+        routing = Routing(topo)   # every leaf reaches every leaf, every host has its link
+        assert all(routing.reachable(a.name, b.name) for a in topo.leaves for b in topo.leaves)
+        assert sum(len(topo.hosts_of(lf.name)) for lf in topo.leaves) == len(topo.hosts)
 
 
 def test_leafspine_2x2_names_ports_and_addresses():
@@ -98,6 +99,10 @@ def test_routing_with_failed_link_and_ecmp_order():
      "topo.yaml: grpc_port_base: must be an integer in 1024..60000, got 80"),
     ({"kind": "fat-tree", "k": 4, "link_mbps": "fast"},
      "topo.yaml: link_mbps: must be a positive number or null, got 'fast'"),
+    ({"kind": "fat-tree", "k": 182}, "topo.yaml: k: at most 180 (16383 leaves), got 182"),
+    ({"kind": "fat-tree", "k": 4, "name": ""}, "topo.yaml: name: must be a non-empty string"),
+    ({"kind": "leaf-spine", "leaves": True, "spines": 2, "hosts_per_leaf": 2},
+     "topo.yaml: leaves: must be a positive integer, got True"),
     ([1, 2], "topo.yaml: expected a mapping at the top level, got list"),
 ])
 def test_invalid_descriptions_name_the_field(data, message):
