@@ -142,7 +142,10 @@ def allreduce_netreduce(comm: Communicator, x: np.ndarray, aggregator: str | lis
     rqp = ep.recvqps.get(result_qpn)
     if rqp is None:
         rqp = ep.recvqps[result_qpn] = RecvQP(ep, peer, idx)
-        rqp.expected = 0          # the aggregator starts every connection's results at PSN 0
+        # The aggregator (the requester of this direction) starts every connection's results
+        # at PSN 0, as an RC requester tells its responder its initial PSN at setup.
+        rqp.expected = 0
+        rqp.max_seen = wire.psn_add(0, -1)
     # Packet numbers continue over the calls on this connection: the first packet of this
     # call is packet `base`, and the PSN of packet g is the connection's initial PSN + g.
     base = comm.counters.get(("netreduce", job_id), 0)

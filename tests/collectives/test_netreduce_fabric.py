@@ -133,3 +133,53 @@ def test_two_leaves_and_a_spine_exact_under_loss_and_duplication(fabric, tmp_pat
         sum(fabric.topo.host(w).leaf == "leaf1" for w in workers),
         sum(fabric.topo.host(w).leaf == "leaf2" for w in workers), 2]
     assert counters.dropped > 0 and counters.duplicated > 0
+
+
+def _fabric_link_bytes(fabric) -> dict[str, int]:
+    """Bytes sent on every switch-to-switch link (both directions), from the switches'
+    port_tx counters read over P4Runtime."""
+    out = {}
+    for lk in fabric.topo.links:
+        if lk.a in fabric.topo.hosts:
+            continue
+        (a,) = fabric.read(lk.a, [("FabricEgress.port_tx", lk.a_port)], kind="counter")
+        (b,) = fabric.read(lk.b, [("FabricEgress.port_tx", lk.b_port)], kind="counter")
+        out[lk.name] = a + b
+    return out
+
+
+def test_netreduce_across_two_leaves_moves_at_most_0_6x_ring_bytes_over_the_fabric(
+        fabric, tmp_path):
+    """8 workers, 4 per leaf: ring all-reduce crosses the fabric twice per ring step (2 of
+    its 8 flows leave a leaf, over 2 links each), NetReduce once up and once down per leaf
+    for the whole vector: N / (2 (N - 1)) = 0.57 of ring's bytes, plus header differences."""
+    workers = [f"h{i}" for i in range(1, 9)]
+    ips = [fabric.topo.host(w).ip for w in workers]
+    namespaces = [fabric.hosts[w] for w in workers]
+    elements = 64 * 1024
+    # Python switches queue for long: a timeout far above their queueing delay keeps both
+    # runs free of spurious retransmissions, so the bytes are the algorithms' own.
+    transport = {"min_rto": 0.5}
+    before = _fabric_link_bytes(fabric)
+    plan = runs([elements], dtypes=("int32",), algos=[("allreduce", "ring")])
+    ring_rows = launch(ips, plan, namespaces=namespaces, out_dir=tmp_path, timeout=300,
+                       step_timeout=240, transport=transport)
+    mid = _fabric_link_bytes(fabric)
+    job = fabric.ctl("job", "create", "bytes", *workers, "--credits", "2")
+    try:
+        plan = runs([elements], dtypes=("int32",), algos=[("allreduce", "netreduce")])
+        plan[0]["options"] = {"aggregator": job["addresses"], "job_id": job["job_id"],
+                              "credits": 2}
+        rows = launch(ips, plan, namespaces=namespaces, out_dir=tmp_path, timeout=300,
+                      step_timeout=240, transport=transport)
+    finally:
+        fabric.ctl("job", "delete", "bytes")
+    after = _fabric_link_bytes(fabric)
+    assert all(r["ok"] for r in rows)
+    ring = sum(mid.values()) - sum(before.values())
+    netreduce = sum(after.values()) - sum(mid.values())
+    assert ring > 0 and netreduce > 0
+    retx = sum(r["packets_retransmitted"] for r in rows + ring_rows)
+    print(f"fabric link bytes: netreduce {netreduce}, ring {ring}, ratio {netreduce / ring:.3f}, "
+          f"retransmissions {retx}")
+    assert netreduce <= 0.6 * ring, (netreduce, ring, netreduce / ring, retx)
