@@ -185,6 +185,7 @@ static void ingress_frame(uint32_t port, const uint8_t *d, uint32_t n, int batch
 
 int dev_inject(uint32_t port, const uint8_t *d, uint32_t n) {
     pthread_mutex_lock(&LOCK);
+    tick();
     ingress_frame(port, d, n, 0);
     pthread_mutex_unlock(&LOCK);
     return 0;
@@ -230,6 +231,7 @@ static int receive_batch(int fd, uint32_t port) {
     int got = recvmmsg(fd, m, BATCH, MSG_DONTWAIT, NULL);
     if (got <= 0) return got < 0 && errno != EAGAIN && errno != EINTR ? -1 : 0;
     pthread_mutex_lock(&LOCK);
+    tick();
     for (int i = 0; i < got; i++) {
         if (from[i].sll_pkttype == PACKET_OUTGOING) continue;
         uint8_t *f = RXBUF[i] + 4;
@@ -319,8 +321,8 @@ void dev_egress_loop(void) {
         rr = (uint32_t)found + 1;
         uint32_t left = q->n;
         pthread_mutex_unlock(&TM_LOCK);
-        uint64_t t = now_us();
         pthread_mutex_lock(&LOCK);
+        uint64_t t = tick();
         jmp_buf aj;
         ASSERT_JMP = &aj;
         if (!setjmp(aj))

@@ -33,6 +33,12 @@ static void assert_fail(int kind, int line) { ASSERT_KIND = kind; ASSERT_LINE = 
 static inline uint64_t mask64(unsigned w) { return w >= 64 ? ~0ULL : ((1ULL << w) - 1); }
 
 static inline uint64_t getbits(const uint8_t *d, uint64_t bo, unsigned w) {
+    if (!(bo & 7) && !(w & 7)) {             /* whole bytes: the common case */
+        const uint8_t *p = d + (bo >> 3);
+        uint64_t v = 0;
+        for (unsigned i = 0; i < (w >> 3); i++) v = (v << 8) | p[i];
+        return v;
+    }
     uint64_t first = bo >> 3, last = (bo + w + 7) >> 3;
     u128 v = 0;
     for (uint64_t i = first; i < last; i++) v = (v << 8) | d[i];
@@ -41,6 +47,11 @@ static inline uint64_t getbits(const uint8_t *d, uint64_t bo, unsigned w) {
 }
 
 static inline void putbits(uint8_t *d, uint64_t bo, unsigned w, uint64_t val) {
+    if (!(bo & 7) && !(w & 7)) {
+        uint8_t *p = d + (bo >> 3);
+        for (int i = (int)(w >> 3) - 1; i >= 0; i--) { p[i] = (uint8_t)val; val >>= 8; }
+        return;
+    }
     val &= mask64(w);
     while (w) {
         unsigned off = bo & 7, n = 8 - off;

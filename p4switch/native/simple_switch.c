@@ -19,19 +19,31 @@ static buf_t *buf_new(const uint8_t *d, uint32_t n) {
 }
 static void buf_put(buf_t *b) { if (b && --b->ref == 0) free(b); }
 
+/* packet states are recycled (a free list under the pipeline lock): malloc/free per packet
+ * cost more than the pipeline of a small program */
+static state_t *FREE_STATES[256];
+static int NFREE;
 static state_t *state_new(void) {
-    state_t *S = malloc(sizeof(state_t));
+    state_t *S = NFREE ? FREE_STATES[--NFREE] : malloc(sizeof(state_t));
     memset(S, 0, sizeof(state_t));
     S->clone_kind = S->resubmit = S->recirculate = S->truncate = S->digest = -1;
     return S;
 }
-static void state_free(state_t *S) { buf_put(S->data); free(S); }
+static void state_free(state_t *S) {
+    buf_put(S->data);
+    if (NFREE < 256) FREE_STATES[NFREE++] = S; else free(S);
+}
 
-static uint64_t now_us(void) {
+/* the clock is read once per packet (or per receive batch), not at every pipeline step:
+ * clock_gettime is a good part of a small program's time per packet */
+static uint64_t NOW_US;
+static uint64_t clock_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ((uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL) & 0xFFFFFFFFFFFFULL;
 }
+static uint64_t tick(void) { return NOW_US = clock_us(); }
+static uint64_t now_us(void) { return NOW_US; }
 
 /* ------------------------------------------------------------------ replication engine */
 typedef struct { uint32_t n; uint32_t *pr; } replicas_t;          /* (port, rid) pairs */
@@ -231,6 +243,7 @@ int sw_process_locked(uint32_t port, const uint8_t *data, uint32_t len, uint8_t 
     uint32_t head = 0, nout = 0, used = 0;
     int rc = 0;
     buf_t *b = buf_new(data, len);
+    tick();
     if (setjmp(aj)) { rc = -1; goto done; }
     ingress(port, b, NORMAL, NULL, -1, 0, &pending);
     while (head < pending.n) {
