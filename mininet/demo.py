@@ -21,7 +21,7 @@ import click
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
 from failures import failure_runs, failure_table
-from ideas import Ranks, multicast_allgather, netreduce, vclos
+from ideas import Ranks, fabric_link_bytes, link_table, multicast_allgather, netreduce, vclos
 from ideas import table as ideas_table
 from p4_switch import TARGETS, missing_tools
 from report import plot, table
@@ -200,12 +200,14 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
                                           {"collective": failure_pair[0],
                                            "algo": failure_pair[1], "dtype": "int32",
                                            "elements": parse_size(size) // 4})
-                extra = []
+                extra, nr_links = [], []
                 if ideas:
                     elements = parse_size(size) // 4
+                    nr_rows, nr_links = netreduce(
+                        fabricd, ranks, elements,
+                        link_bytes=lambda: fabric_link_bytes(fabricd, topo))
                     extra = (multicast_allgather(fabricd, ranks, elements // len(ranked))
-                             + netreduce(fabricd, ranks, elements)
-                             + vclos(fabricd, net, ranks, elements))
+                             + nr_rows + vclos(fabricd, net, ranks, elements))
             if cli:
                 interact(net, fabricd)
     except LaunchError as err:
@@ -226,6 +228,8 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
         click.echo(f"\nThe other ideas on the same fabric ({size} per rank; allgather: "
                    f"{size} in total)\n")
         click.echo(ideas_table(extra))
+        click.echo("\nNetReduce's runs: bytes on the fabric links (switch counters)\n")
+        click.echo(link_table(topo, nr_links))
     plot(rows, out_dir / "demo-cct.png", title)
     click.echo(f"\ndemo: results in {out_dir / 'demo.jsonl'}, plot in "
                f"{out_dir / 'demo-cct.png'}")

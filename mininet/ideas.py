@@ -50,22 +50,69 @@ def multicast_allgather(fabricd, ranks: Ranks, elements: int) -> list[list[str]]
             summary("Multicast Allgather", f"allgather multicast {group['address']}", mcast)]
 
 
-def netreduce(fabricd, ranks: Ranks, elements: int, slots: int = 128) -> list[list[str]]:
+def fabric_link_bytes(fabricd, topo) -> dict[str, int]:
+    """Bytes sent so far on every switch-to-switch link, both directions, from the
+    switches' port_tx counters (fabricctl counters)."""
+    tx = {}
+    for sw in topo.switches:
+        for p in fabricd.ctl_json("counters", sw)["ports"]:
+            tx[sw, p["port"]] = int(p["tx_bytes"])
+    return {lk.name: tx.get((lk.a, lk.a_port), 0) + tx.get((lk.b, lk.b_port), 0)
+            for lk in topo.links if lk.a not in topo.hosts}
+
+
+def netreduce(fabricd, ranks: Ranks, elements: int, slots: int = 128, link_bytes=None):
+    """Ring all-reduce, the SwitchML baseline, and NetReduce on one leaf and across the
+    leaves (each leaf, then a spine), set up through fabricctl. Returns the idea rows and,
+    with `link_bytes` (a callable: link name -> bytes so far), one row per run of the bytes
+    it put on every fabric link: [run, total MB, MB per link in sorted link order]."""
     names = [h.name for h in ranks.hosts]
+    first_leaf = [h.name for h in ranks.hosts if h.leaf == ranks.hosts[0].leaf]
+    rows, links = [], []
+
+    def measured(what: str, run) -> None:
+        before = link_bytes() if link_bytes else {}
+        got = run()
+        rows.append(summary("NetReduce", what, got))
+        if link_bytes:
+            after = link_bytes()
+            per_link = [after[k] - before[k] for k in sorted(after)]
+            links.append([what, f"{sum(per_link) / 1e6:.3f}"]
+                         + [f"{b / 1e6:.3f}" for b in per_link])
+
+    measured("allreduce ring (baseline)",
+             lambda: ranks.run(names, "allreduce", "ring", elements))
     job = fabricd.ctl_json("job", "create", "demo-sml", *names, "--kind", "switchml",
                            "--slots", str(slots))
-    click.echo(f"demo: fabricctl job create demo-nr ... -> {job['leaf']} aggregates at "
-               f"{job['address']}, slots {job['slot_base']}..{job['slot_base'] + slots - 1}")
+    click.echo(f"demo: fabricctl job create demo-sml --kind switchml ... -> {job['leaf']} "
+               f"sums at {job['address']}, slots {job['slot_base']}.."
+               f"{job['slot_base'] + slots - 1}")
     try:
-        ring = ranks.run(names, "allreduce", "ring", elements)
-        nr = ranks.run(names, "allreduce", "switchml", elements,
-                       {"aggregator": job["address"], "job_id": job["job_id"],
-                        "slots": slots, "slot_base": job["slot_base"],
-                        "rto": ranks.transport["min_rto"]})
+        measured(f"allreduce switchml in {job['leaf']}",
+                 lambda: ranks.run(names, "allreduce", "switchml", elements,
+                                   {"aggregator": job["address"], "job_id": job["job_id"],
+                                    "slots": slots, "slot_base": job["slot_base"],
+                                    "rto": ranks.transport["min_rto"]}))
     finally:
         fabricd.ctl("job", "delete", "demo-sml")
-    return [summary("NetReduce", "allreduce ring (baseline)", ring),
-            summary("NetReduce", f"allreduce switchml in {job['leaf']}", nr)]
+    for name, workers in (("demo-nr1", first_leaf), ("demo-nr2", names)):
+        job = fabricd.ctl_json("job", "create", name, *workers)
+        tree = " > ".join(job["switches"])
+        click.echo(f"demo: fabricctl job create {name} {' '.join(workers)} -> tree {tree}")
+        try:
+            measured(f"allreduce netreduce ({tree})",
+                     lambda job=job, workers=workers: ranks.run(
+                         workers, "allreduce", "netreduce", elements,
+                         {"aggregator": job["addresses"], "job_id": job["job_id"]}))
+        finally:
+            fabricd.ctl("job", "delete", name)
+    return rows, links
+
+
+def link_table(topo, lines: list[list[str]]) -> str:
+    """NetReduce's runs: MB on the fabric links (switch counters, both directions)."""
+    names = sorted(lk.name for lk in topo.links if lk.a not in topo.hosts)
+    return format_table(["NetReduce run", "MB on fabric links"] + names, lines)
 
 
 def _reaches(net, src: str, dst_ip: str) -> bool:
