@@ -128,9 +128,9 @@ class NetReduceStream:
         for g in range(self.g, self.g + 8):
             for r, w in enumerate(self.workers):
                 h = self.topo.host(w)
-                qpn, _ = nr.aggregator_qpns(r, 7)
+                qpn, _ = rocev2.nr_aggregator_qpns(r, 7)
                 psn = g & wire.PSN_MASK
-                if g % nr.MSG_PKTS == 0:
+                if g % rocev2.NR_MSG_PKTS == 0:
                     roce = wire.bth(rocev2.WRITE_FIRST, qpn, psn) + \
                         wire.reth(g * nr.PKT_BYTES, 7, nr.MSG_BYTES)
                 else:

@@ -20,9 +20,10 @@ import ebpf
 from ebpf import Program
 from fabricmodel import hashing, rocev2
 from fabricmodel.ethereal import EtherealRank, Flow, SubFlow
+from fabricmodel.rocev2 import KIND_ACK
 from fabricmodel.topology import Hop
 
-from .transport import KIND_ACK, SendQP
+from .transport import SendQP
 from .wire import echo_sport
 
 POLICIES = ("ecmp", "ethereal", "spray", "reps")

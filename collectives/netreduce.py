@@ -3,7 +3,7 @@ RoCE reliable connections.
 
 Each worker keeps one RC connection (QP index = job id & 0xFF) with its aggregator, the
 address of its leaf (`fabricctl job create` says which). It writes its vector as RDMA WRITE
-messages of MSG_PKTS packets of 1 KiB (256 int32, the path MTU of that QP); only the
+messages of NR_MSG_PKTS packets of 1 KiB (256 int32, the path MTU of that QP); only the
 first packet of a message carries metadata, in its RETH as a RoCE NIC would accept it:
 `rkey` = the job id (the aggregator's memory key for the job), `va` = 1024 x the packet
 number of that first packet on the connection (its address in the job's buffer). The switch
@@ -17,7 +17,7 @@ order, a NAK at the first gap); the switch turns that ACK into the ACK of the wo
 contributions up to the same packet. So loss of a contribution, a result or an ACK ends in
 the worker's go-back-N retransmission, which the switch answers from the kept sum.
 
-Credits: one credit = one message (MSG_PKTS slots on each switch of the job); a worker has
+Credits: one credit = one message (NR_MSG_PKTS slots on each switch of the job); a worker has
 at most `credits` messages outstanding and posts message m + credits only once it holds all
 of message m's result. The switch refuses a new message beyond the job's credits (register
 nr_credit), so a misbehaving worker cannot take another job's slots.
@@ -37,33 +37,16 @@ from collections import deque
 
 import numpy as np
 
+from fabricmodel.rocev2 import KIND_DATA, NR_MSG_PKTS, nr_qp_index
+
 from . import algorithms, wire
 from .comm import Communicator
-from .transport import KIND_ACK, KIND_DATA, RecvQP, SendOp
+from .transport import RecvQP, SendOp
 
 VALUES = 256                 # int32 per packet
 PKT_BYTES = 4 * VALUES       # 1 KiB, the IBTA MTU of the transport's default
-MSG_PKTS = 4                 # packets per message (p4src: NR_MSG_SHIFT)
-MSG_BYTES = MSG_PKTS * PKT_BYTES
+MSG_BYTES = NR_MSG_PKTS * PKT_BYTES
 DEFAULT_CREDITS = 8
-
-
-def qp_index(job_id: int) -> int:
-    return job_id & 0xFF
-
-
-def aggregator_qpns(rank: int, job_id: int) -> tuple[int, int]:
-    """The aggregator-side QP numbers of worker `rank`'s connection: where its contributions
-    go, and where its ACKs of results go (the transport's data/ACK QPN split)."""
-    idx = qp_index(job_id)
-    return KIND_DATA << 20 | rank << 8 | idx, KIND_ACK << 20 | rank << 8 | idx
-
-
-def worker_qpns(workers: int, job_id: int) -> tuple[int, int]:
-    """The worker-side QP numbers: where results arrive, and where the ACKs of its
-    contributions arrive. The aggregator is peer number `workers` of every worker."""
-    idx = qp_index(job_id)
-    return KIND_DATA << 20 | workers << 8 | idx, KIND_ACK << 20 | workers << 8 | idx
 
 
 def block_shifts(comm: Communicator, x: np.ndarray, blocks: int) -> np.ndarray:
@@ -118,8 +101,8 @@ def allreduce_netreduce(comm: Communicator, x: np.ndarray, aggregator: str | lis
         raise ValueError(f"job_id must be 1..65535, not {job_id}")
     if credits < 1 or credits & (credits - 1):
         raise ValueError(f"credits must be a power of two, not {credits}")
-    msgs = max(1, -(-len(x) // (MSG_PKTS * VALUES)))
-    pkts = msgs * MSG_PKTS
+    msgs = max(1, -(-len(x) // (NR_MSG_PKTS * VALUES)))
+    pkts = msgs * NR_MSG_PKTS
     if x.dtype == np.float32:
         shifts = block_shifts(comm, x, pkts)
         ints64 = np.zeros(pkts * VALUES, dtype=np.int64)
@@ -135,7 +118,7 @@ def allreduce_netreduce(comm: Communicator, x: np.ndarray, aggregator: str | lis
 
     ep = comm.ep
     peer = _attach_aggregator(comm, aggregator)
-    idx = qp_index(job_id)
+    idx = nr_qp_index(job_id)
     sqp = ep.sendqp(peer, idx)
     sqp.mtu = PKT_BYTES
     result_qpn = KIND_DATA << 20 | peer << 8 | idx
@@ -166,7 +149,7 @@ def allreduce_netreduce(comm: Communicator, x: np.ndarray, aggregator: str | lis
     posted = 0
 
     def post(m: int) -> None:
-        va = (base + m * MSG_PKTS) * PKT_BYTES
+        va = (base + m * NR_MSG_PKTS) * PKT_BYTES
         ep.post_write(peer, idx, job_id, va, memoryview(data)[m * MSG_BYTES:(m + 1) * MSG_BYTES],
                       SendOp(1))
 
@@ -175,8 +158,8 @@ def allreduce_netreduce(comm: Communicator, x: np.ndarray, aggregator: str | lis
         while not have.all():
             # A credit returns when the whole result of the message `credits` back is here.
             while posted < msgs and (posted < credits or
-                                     have[(posted - credits) * MSG_PKTS:
-                                          (posted - credits + 1) * MSG_PKTS].all()):
+                                     have[(posted - credits) * NR_MSG_PKTS:
+                                          (posted - credits + 1) * NR_MSG_PKTS].all()):
                 post(posted)
                 posted += 1
             if time.monotonic() > deadline:

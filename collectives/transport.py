@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fabricmodel import rocev2
+from fabricmodel.rocev2 import KIND_ACK, KIND_DATA
 
 from . import wire
 from .entropy import derived_sport
@@ -31,7 +32,6 @@ from .entropy import derived_sport
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 SO_ATTACH_FILTER = getattr(socket, "SO_ATTACH_FILTER", 26)
-KIND_DATA, KIND_ACK = 1, 2
 MAX_QPS = 256
 RELIABILITY = ("gbn", "sr", "ooo")
 

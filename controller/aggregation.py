@@ -26,6 +26,17 @@ def aggregating_leaf(topo: Topology, workers) -> str:
     return min(dict.fromkeys(leaves), key=lambda lf: (-leaves.count(lf), topo.switch(lf).device_id))
 
 
+def workers_problem(topo: Topology, workers, most: int = MAX_WORKERS) -> str | None:
+    """Why `workers` cannot be the workers of one job (2..most distinct hosts of the
+    topology), or None."""
+    if not 2 <= len(workers) <= most or len(set(workers)) != len(workers):
+        return f"needs 2..{most} distinct workers, got {len(workers)}"
+    unknown = [w for w in workers if w not in topo.hosts]
+    if unknown:
+        return f"unknown host {', '.join(map(repr, unknown))}"
+    return None
+
+
 class AggregationError(Exception):
     """An invalid or unsatisfiable aggregation request; the message says why."""
 
@@ -102,13 +113,9 @@ class AggregationPlanner:
             raise AggregationError(f"job_id must be an integer in 1..{MAX_JOB_ID}, got {job_id!r}")
         if job_id in self.jobs:
             raise AggregationError(f"aggregation job {job_id} already exists")
-        if not 2 <= len(workers) <= MAX_WORKERS or len(set(workers)) != len(workers):
-            raise AggregationError(f"aggregation job {job_id}: needs 2..{MAX_WORKERS} distinct "
-                                   f"workers, got {len(workers)}")
-        unknown = [w for w in workers if w not in self.topo.hosts]
-        if unknown:
-            raise AggregationError(f"aggregation job {job_id}: unknown host "
-                                   f"{', '.join(map(repr, unknown))}")
+        problem = workers_problem(self.topo, workers)
+        if problem:
+            raise AggregationError(f"aggregation job {job_id}: {problem}")
         if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= self.slots_per_switch:
             raise AggregationError(f"aggregation job {job_id}: slots must be an integer in "
                                    f"1..{self.slots_per_switch}, got {slots!r}")

@@ -18,22 +18,28 @@ All of it is tables and the PRE; the switch keeps its aggregation state in regis
 only the data plane writes. Stale register state of an earlier job in the same slots is
 told apart by the job's generation (8 bits, never 0).
 
-Resources per switch, from fabric.p4's sizes: slots = credits x MSG_PKTS of NR_SLOTS,
+Resources per switch, from fabric.p4's sizes: slots = credits x NR_MSG_PKTS of NR_SLOTS,
 message entries = credits of NR_MSGS, connections of NR_CONNS, job indices of NR_JOBS.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collectives.netreduce import MSG_PKTS, aggregator_qpns, worker_qpns
 from controller import multicast
+from controller.aggregation import workers_problem
 from controller.allocate import first_fit
 from controller.p4rt import MulticastGroup, TableEntry
+from fabricmodel.rocev2 import (
+    KIND_DOWN,
+    KIND_UP,
+    NR_MSG_PKTS,
+    nr_aggregator_qpns,
+    nr_worker_qpns,
+)
 from fabricmodel.topology import Topology
 
 NR_SLOTS, NR_MSGS, NR_CONNS, NR_JOBS = 1024, 256, 1024, 256   # p4src/include/defines.p4
 MAX_CHILDREN = 32                     # the slot bitmaps are 32 bits
-UP_KIND, DOWN_KIND = 3, 4             # switch-to-switch QPNs: kind << 20 | leaf << 8 | job
 
 
 class NetReduceError(Exception):
@@ -80,7 +86,7 @@ class NetReduceJob:
 
     @property
     def slots(self) -> int:
-        return self.credits * MSG_PKTS
+        return self.credits * NR_MSG_PKTS
 
 
 @dataclass
@@ -129,17 +135,13 @@ class NetReducePlanner:
         if any((j.job_id & 0xFF) == (job_id & 0xFF) for j in self.jobs.values()):
             raise NetReduceError(f"NetReduce job {job_id}: QP index {job_id & 0xFF} is taken by "
                                  f"another job (job ids must differ in their low byte)")
-        if not 2 <= len(workers) <= 255 or len(set(workers)) != len(workers):
-            raise NetReduceError(f"NetReduce job {job_id}: needs 2..255 distinct workers, "
-                                 f"got {len(workers)}")
-        unknown = [w for w in workers if w not in self.topo.hosts]
-        if unknown:
-            raise NetReduceError(f"NetReduce job {job_id}: unknown host "
-                                 f"{', '.join(map(repr, unknown))}")
+        problem = workers_problem(self.topo, workers)
+        if problem:
+            raise NetReduceError(f"NetReduce job {job_id}: {problem}")
         if isinstance(credits, bool) or not isinstance(credits, int) or credits < 1 \
-                or credits & (credits - 1) or credits * MSG_PKTS > NR_SLOTS:
+                or credits & (credits - 1) or credits * NR_MSG_PKTS > NR_SLOTS:
             raise NetReduceError(f"NetReduce job {job_id}: credits must be a power of two in "
-                                 f"1..{NR_SLOTS // MSG_PKTS}, got {credits!r}")
+                                 f"1..{NR_SLOTS // NR_MSG_PKTS}, got {credits!r}")
         if len({self.topo.host(w).leaf for w in workers}) > 1 and self.topo.kind != "leaf-spine":
             raise NetReduceError(f"NetReduce job {job_id}: workers on several leaves need a "
                                  f"leaf-spine fabric (this is {self.topo.kind})")
@@ -165,13 +167,13 @@ class NetReducePlanner:
     def _stage(self, switch, address, credits, conns, group_id, children, parent,
                job_id) -> Stage:
         here = self._stages_on(switch)
-        slots = credits * MSG_PKTS
+        slots = credits * NR_MSG_PKTS
         bases = []
         for what, size, capacity, used in (
                 ("slots", slots, NR_SLOTS, [(s.slot_base, s.slot_base + self._slots(s))
                                             for s in here]),
                 ("message entries", credits, NR_MSGS,
-                 [(s.msg_base, s.msg_base + self._slots(s) // MSG_PKTS) for s in here]),
+                 [(s.msg_base, s.msg_base + self._slots(s) // NR_MSG_PKTS) for s in here]),
                 ("connections", conns, NR_CONNS,
                  [(s.conn_base, s.conn_base + len(s.children)) for s in here]),
                 ("job indices", 1, NR_JOBS, [(s.job_index, s.job_index + 1) for s in here])):
@@ -190,11 +192,11 @@ class NetReducePlanner:
 
 
 def up_qpn(topo: Topology, leaf: str, job_id: int) -> int:
-    return UP_KIND << 20 | (topo.switch(leaf).index & 0xFFF) << 8 | job_id & 0xFF
+    return KIND_UP << 20 | (topo.switch(leaf).index & 0xFFF) << 8 | job_id & 0xFF
 
 
 def down_qpn(topo: Topology, leaf: str, job_id: int) -> int:
-    return DOWN_KIND << 20 | (topo.switch(leaf).index & 0xFFF) << 8 | job_id & 0xFF
+    return KIND_DOWN << 20 | (topo.switch(leaf).index & 0xFFF) << 8 | job_id & 0xFF
 
 
 def entries(topo: Topology, job: NetReduceJob) -> dict[str, tuple[list[TableEntry],
@@ -202,7 +204,7 @@ def entries(topo: Topology, job: NetReduceJob) -> dict[str, tuple[list[TableEntr
     """Per switch of the job's tree: its table entries and PRE groups."""
     n = len(job.workers)
     rank = {w: r for r, w in enumerate(job.workers)}
-    result_qpn, reply_ack_qpn = worker_qpns(n, job.job_id)
+    result_qpn, reply_ack_qpn = nr_worker_qpns(n, job.job_id)
     spine_stage = job.stages[-1] if job.spine else None
     out: dict[str, tuple[list[TableEntry], list[MulticastGroup]]] = {}
     window = job.slots
@@ -213,7 +215,7 @@ def entries(topo: Topology, job: NetReduceJob) -> dict[str, tuple[list[TableEntr
         for child_no, child in enumerate(st.children):
             if child in topo.hosts:
                 host = topo.host(child)
-                data_qpn, ack_qpn = aggregator_qpns(rank[child], job.job_id)
+                data_qpn, ack_qpn = nr_aggregator_qpns(rank[child], job.job_id)
                 tables.append(TableEntry("FabricIngress.nr_conns",
                                          {"hdr.ipv4.dstAddr": st.address, "hdr.bth.dqpn": data_qpn},
                                          "FabricIngress.nr_data",

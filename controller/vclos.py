@@ -64,6 +64,18 @@ class Slice:
         return {sw: tuple(sorted(ports)) for sw, ports in out.items()}
 
 
+def _fill(free: dict[str, list[str]], cands, count: int, m: int, full: int):
+    """The `count` candidate leaves with the fewest free hosts (tightest fit), in fabric
+    order, and their hosts: m on the first `full` leaves, m-1 on the others."""
+    order = {lf: i for i, lf in enumerate(free)}
+    leaves = sorted(cands, key=lambda lf: (len(free[lf]), order[lf]))[:count]
+    leaves.sort(key=order.get)
+    hosts: list[str] = []
+    for i, lf in enumerate(leaves):
+        hosts += free[lf][: m if i < full else m - 1]
+    return leaves, hosts
+
+
 @dataclass(frozen=True)
 class Fragmentation:
     free_hosts: int
@@ -174,12 +186,7 @@ class VClosAllocator:
                     break
         if len(chosen) < needed:
             return None
-        order = {lf: i for i, lf in enumerate(free)}
-        leaves = sorted(pool, key=lambda lf: (len(free[lf]), order[lf]))[:count]
-        leaves.sort(key=order.get)
-        hosts: list[str] = []
-        for i, lf in enumerate(leaves):
-            hosts += free[lf][: m if i < full else m - 1]
+        leaves, hosts = _fill(free, pool, count, m, full)
         links = self._host_links(hosts)
         for lf in leaves:
             for s in chosen:
@@ -264,12 +271,7 @@ class OCSVClosAllocator(VClosAllocator):
                         key=lambda s: (-len(ports_free[s]), self._spines.index(s)))[:m]
         if len(cands) < count or len(chosen) < m:
             return None
-        order = {lf: i for i, lf in enumerate(free)}
-        leaves = sorted(cands, key=lambda lf: (len(free[lf]), order[lf]))[:count]
-        leaves.sort(key=order.get)
-        hosts: list[str] = []
-        for i, lf in enumerate(leaves):
-            hosts += free[lf][: m if i < full else m - 1]
+        leaves, hosts = _fill(free, cands, count, m, full)
         links, circuits = self._host_links(hosts), []
         for li, lf in enumerate(leaves):
             for si, s in enumerate(chosen):

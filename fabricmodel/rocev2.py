@@ -27,3 +27,29 @@ AGG_FLAG_RESULT = 0x01        # set by the switch on the aggregated result
 AGG_FLAG_VERSION = 0x02       # which of the slot's two sets (SwitchML's odd/even) a chunk uses
 
 RBCAST_FLAG_LAST = 0x01       # the root's last chunk of its shard
+
+# QP numbers of the project's RC connections: kind << 20 | peer << 8 | index. Hosts
+# (collectives.transport), the controller and fabric.p4's NetReduce stages all read them.
+KIND_DATA, KIND_ACK = 1, 2    # a receiver's data QPs, a sender's ACK QPs
+KIND_UP, KIND_DOWN = 3, 4     # NetReduce's leaf-to-spine and spine-to-leaf connections
+
+# NetReduce: packets per message (p4src/include/defines.p4: NR_MSG_SHIFT)
+NR_MSG_PKTS = 4
+
+
+def nr_qp_index(job_id: int) -> int:
+    return job_id & 0xFF
+
+
+def nr_aggregator_qpns(rank: int, job_id: int) -> tuple[int, int]:
+    """The aggregator-side QP numbers of worker `rank`'s connection: where its contributions
+    go, and where its ACKs of results go (the transport's data/ACK QPN split)."""
+    idx = nr_qp_index(job_id)
+    return KIND_DATA << 20 | rank << 8 | idx, KIND_ACK << 20 | rank << 8 | idx
+
+
+def nr_worker_qpns(workers: int, job_id: int) -> tuple[int, int]:
+    """The worker-side QP numbers: where results arrive, and where the ACKs of its
+    contributions arrive. The aggregator is peer number `workers` of every worker."""
+    idx = nr_qp_index(job_id)
+    return KIND_DATA << 20 | workers << 8 | idx, KIND_ACK << 20 | workers << 8 | idx

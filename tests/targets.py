@@ -7,6 +7,9 @@ import socket
 import subprocess
 import threading
 
+from google.protobuf import text_format
+
+import p4switch
 from p4switch.device.process import SwitchProcess, stop_process
 
 
@@ -88,9 +91,6 @@ def compile_for(target: str, program: str, outdir: str) -> tuple[str, str]:
     """(P4Info text file, device config file) of `program` for `target`."""
     if target == "bmv2":
         return BMv2Process.compile(program, outdir)
-    from google.protobuf import text_format
-
-    import p4switch
     info, config = p4switch.compile_program(program)
     stem = pathlib.Path(outdir) / pathlib.Path(program).stem
     pathlib.Path(f"{stem}.p4info.txtpb").write_text(text_format.MessageToString(info))

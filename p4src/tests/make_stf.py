@@ -388,15 +388,15 @@ def netreduce() -> list[str]:
     topo, job, lines = nr_setup(workers, "leaf1")
     agg = topo.switch("leaf1").service_ip
     ipsn = {"h1": 0x00FFFE, "h2": 0x7A0000}       # h1's PSNs wrap inside the message
-    result_qpn, reply_ack = nr.worker_qpns(len(workers), NR_JOB)
+    result_qpn, reply_ack = rocev2.nr_worker_qpns(len(workers), NR_JOB)
     vals = {w: [[(r * 64 + i) * (k + 1) * 0x01010101 - 2**31 for i in range(nr.VALUES)]
                 for k in range(2)] for r, w in enumerate(workers)}
 
     def contribution(w: str, g: int) -> tuple[int, bytes]:
         h = topo.host(w)
-        qpn, _ = nr.aggregator_qpns(workers.index(w), NR_JOB)
+        qpn, _ = rocev2.nr_aggregator_qpns(workers.index(w), NR_JOB)
         psn = (ipsn[w] + g) & wire.PSN_MASK
-        if g % nr.MSG_PKTS == 0:
+        if g % rocev2.NR_MSG_PKTS == 0:
             roce = wire.bth(rocev2.WRITE_FIRST, qpn, psn) + \
                 wire.reth(g * nr.PKT_BYTES, NR_JOB, nr.MSG_BYTES)
         else:
@@ -429,7 +429,7 @@ def netreduce() -> list[str]:
                     "to h1 alone, with an ACK request (nr_events 2)")
     lines += results(1, True, only="h1")
     h = topo.host("h1")
-    _, ack_qpn = nr.aggregator_qpns(0, NR_JOB)
+    _, ack_qpn = rocev2.nr_aggregator_qpns(0, NR_JOB)
     ack = wire.bth(rocev2.ACKNOWLEDGE, ack_qpn, 1) + wire.aeth(rocev2.AETH_ACK, 2)
     lines += packet(h.leaf_port, roce_frame(h.mac, h.gateway_mac, h.ip, agg, ack),
                     "h1 acknowledges results up to packet 1: the ACK of its own PSN 0x00FFFF")

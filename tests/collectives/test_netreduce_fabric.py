@@ -19,6 +19,8 @@ from ebpf.impair import Impair
 pytest.importorskip("p4switch")
 from nr_fabric import build  # noqa: E402
 
+from fabricmodel import rocev2  # noqa: E402
+
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 TOPOLOGY = """name: nr-e2e
@@ -59,10 +61,10 @@ def _no_leaks(fabric, job):
         counts = fabric.read(st["switch"], [("FabricIngress.nr_count", i) for i in cells])
         mine = [c for t, c in zip(tags, counts, strict=True) if t >> 24 == gen]
         assert mine and all(c == children for c in mine), (st["switch"], mine)
-        msgs = range(2 * st["msg_base"], 2 * (st["msg_base"] + slots // nr.MSG_PKTS))
+        msgs = range(2 * st["msg_base"], 2 * (st["msg_base"] + slots // rocev2.NR_MSG_PKTS))
         mtags = fabric.read(st["switch"], [("FabricIngress.nr_msg_tag", i) for i in msgs])
         done = fabric.read(st["switch"], [("FabricIngress.nr_msg_done", i) for i in msgs])
-        assert all(d == nr.MSG_PKTS for t, d in zip(mtags, done, strict=True) if t >> 24 == gen)
+        assert all(d == rocev2.NR_MSG_PKTS for t, d in zip(mtags, done, strict=True) if t >> 24 == gen)
         (credit,) = fabric.read(st["switch"], [("FabricIngress.nr_credit", st["job_index"])])
         assert credit == gen << 8, (st["switch"], hex(credit))
 

@@ -97,19 +97,19 @@ class Fabric:
 
     def contribution(self, w, g, values):
         """Worker w's packet number g (a RETH on the first packet of each message)."""
-        data_qpn, _ = nr.aggregator_qpns(self.rank(w), JOB)
+        data_qpn, _ = rocev2.nr_aggregator_qpns(self.rank(w), JOB)
         psn = (self.ipsn[w] + g) & wire.PSN_MASK
         payload = b"".join(int(v & 0xFFFFFFFF).to_bytes(4, "big") for v in values)
-        if g % nr.MSG_PKTS == 0:
+        if g % rocev2.NR_MSG_PKTS == 0:
             roce = wire.bth(rocev2.WRITE_FIRST, data_qpn, psn) + \
                 wire.reth(g * nr.PKT_BYTES, JOB, nr.MSG_BYTES) + payload
         else:
-            last = g % nr.MSG_PKTS == nr.MSG_PKTS - 1
+            last = g % rocev2.NR_MSG_PKTS == rocev2.NR_MSG_PKTS - 1
             roce = wire.bth(rocev2.WRITE_LAST if last else rocev2.WRITE_MIDDLE, data_qpn, psn) + payload
         return self.from_host(w, roce)
 
     def ack(self, w, g, syndrome=rocev2.AETH_ACK, echo=True):
-        _, ack_qpn = nr.aggregator_qpns(self.rank(w), JOB)
+        _, ack_qpn = rocev2.nr_aggregator_qpns(self.rank(w), JOB)
         # a standard ACK, or one with 4 more bytes after the AETH (an entropy echo)
         roce = wire.bth(rocev2.ACKNOWLEDGE, ack_qpn, g) + wire.aeth(syndrome, 1) + \
             (b"\xc0\x05\x00\x00" if echo else b"")
@@ -149,9 +149,9 @@ def test_one_leaf_first_and_later_packets_sum_exactly(fabric_config, count):
     workers = [f"h{i}" for i in range(1, count + 1)]
     fab = Fabric(fabric_config, workers)
     rng = random.Random(count)
-    vectors = {w: [vec(rng) for _ in range(nr.MSG_PKTS)] for w in workers}
-    result_qpn, _ = nr.worker_qpns(count, JOB)
-    for g in range(nr.MSG_PKTS):
+    vectors = {w: [vec(rng) for _ in range(rocev2.NR_MSG_PKTS)] for w in workers}
+    result_qpn, _ = rocev2.nr_worker_qpns(count, JOB)
+    for g in range(rocev2.NR_MSG_PKTS):
         for w in workers[:-1]:
             assert fab.contribution(w, g, vectors[w][g]) == []
         outs = fab.contribution(workers[-1], g, vectors[workers[-1]][g])
@@ -163,9 +163,9 @@ def test_one_leaf_first_and_later_packets_sum_exactly(fabric_config, count):
             assert (src, dst, op, dqpn, psn) == ("10.0.1.253", fab.host(w).ip, rocev2.WRITE_ONLY,
                                                  result_qpn, g)
             assert reth == (g * nr.PKT_BYTES, JOB, nr.PKT_BYTES) and values == want and icrc_ok
-            assert ackreq == (g == nr.MSG_PKTS - 1)     # one ACK request per message
+            assert ackreq == (g == rocev2.NR_MSG_PKTS - 1)     # one ACK request per message
     ev = fab.events("leaf1")
-    assert ev[EV_NEW] == count * nr.MSG_PKTS and ev[EV_DONE] == nr.MSG_PKTS
+    assert ev[EV_NEW] == count * rocev2.NR_MSG_PKTS and ev[EV_DONE] == rocev2.NR_MSG_PKTS
     # the message completed: its credit is back, its slots are complete
     assert fab.register("leaf1", "nr_credit", fab.job.stages[0].job_index) & 0xFF == 0
 
@@ -195,7 +195,7 @@ def test_retransmission_after_completion_gets_the_kept_sum_by_unicast(fabric_con
     fab = Fabric(fabric_config, ["h1", "h2"])
     fab.contribution("h1", 0, [4] * nr.VALUES)
     fab.contribution("h2", 0, [6] * nr.VALUES)
-    result_qpn, _ = nr.worker_qpns(2, JOB)
+    result_qpn, _ = rocev2.nr_worker_qpns(2, JOB)
     for _ in range(2):   # idempotent: the kept sum does not move
         ((port, frame),) = fab.contribution("h2", 0, [6] * nr.VALUES)
         src, dst, op, dqpn, psn, ackreq, reth, values, icrc_ok = parse(frame)
@@ -208,7 +208,7 @@ def test_retransmission_after_completion_gets_the_kept_sum_by_unicast(fabric_con
 def test_ack_of_results_becomes_the_ack_of_contributions(fabric_config):
     fab = Fabric(fabric_config, ["h1", "h2"])
     fab.contribution("h1", 0, [1] * nr.VALUES)
-    _, reply_ack_qpn = nr.worker_qpns(2, JOB)
+    _, reply_ack_qpn = rocev2.nr_worker_qpns(2, JOB)
     for syndrome, echo in ((rocev2.AETH_ACK, True), (rocev2.AETH_NAK_PSN, True),
                            (rocev2.AETH_ACK, False)):      # a plain RoCE ACK works too
         ((port, frame),) = fab.ack("h1", 3, syndrome, echo)
@@ -225,20 +225,20 @@ def test_ack_of_results_becomes_the_ack_of_contributions(fabric_config):
 
 def test_credits_bound_messages_and_stale_copies_are_consumed(fabric_config):
     fab = Fabric(fabric_config, ["h1", "h2"], credits=2)
-    window = 2 * nr.MSG_PKTS
+    window = 2 * rocev2.NR_MSG_PKTS
     # h1 runs ahead: messages 0 and 1 take both credits; message 2 (slot set 1) is refused
     for g in range(window):
         assert fab.contribution("h1", g, [g] * nr.VALUES) == []
     assert fab.contribution("h1", window, [0] * nr.VALUES) == []
     assert fab.events("leaf1")[EV_REFUSED] == 1
     assert fab.register("leaf1", "nr_credit", fab.job.stages[0].job_index) & 0xFF == 2
-    for g in range(nr.MSG_PKTS):       # message 0 completes: one credit back
+    for g in range(rocev2.NR_MSG_PKTS):       # message 0 completes: one credit back
         assert fab.contribution("h2", g, [1] * nr.VALUES) != []
     assert fab.register("leaf1", "nr_credit", fab.job.stages[0].job_index) & 0xFF == 1
-    for g in range(window, window + nr.MSG_PKTS):   # message 2 now starts
+    for g in range(window, window + rocev2.NR_MSG_PKTS):   # message 2 now starts
         assert fab.contribution("h1", g, [1] * nr.VALUES) == []
     before = fab.events("leaf1")[EV_NEW]
-    for g in range(nr.MSG_PKTS, window + nr.MSG_PKTS):
+    for g in range(rocev2.NR_MSG_PKTS, window + rocev2.NR_MSG_PKTS):
         fab.contribution("h2", g, [1] * nr.VALUES)
     assert fab.events("leaf1")[EV_NEW] == before + window
     # round 2 * window reused message 0's slots: a late copy of packet 0 is stale
@@ -271,7 +271,7 @@ def test_spine_stage_sums_the_leaves_and_multicasts_down(fabric_config):
         downs += fab.send(spine, link.port_of(spine), frame)
     assert len(downs) == 2          # only the second leaf's partial completes the spine
     want = wrap([sum(c) for c in zip(*vectors.values(), strict=True)])
-    result_qpn, _ = nr.worker_qpns(len(workers), JOB)
+    result_qpn, _ = rocev2.nr_worker_qpns(len(workers), JOB)
     got = {}
     for port, frame in downs:
         src, dst, op, dqpn, psn, _, reth, values, icrc_ok = parse(frame)

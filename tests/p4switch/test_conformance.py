@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import p4switch
 from p4switch import conformance
 
 STF_DIR = Path(__file__).parent / "stf"
@@ -51,8 +52,6 @@ def test_runner_prints_the_pass_table(tmp_path):
 
 
 def test_p4info_comparison_ignores_ids_only():
-    import p4switch
-
     info, _ = p4switch.compile_program(STF_DIR / "exact_basic.p4")
     other = type(info).FromString(info.SerializeToString())
     for action in other.actions:

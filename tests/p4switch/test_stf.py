@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from p4.config.v1 import p4info_pb2
 
+import p4switch
 from p4switch.stf import StfError, StfRunner, parse_stf, run_stf
 
 STF_DIR = Path(__file__).parent / "stf"
@@ -31,8 +32,6 @@ def test_stf(stf):
 
 
 def test_digest_message_content():
-    import p4switch
-
     sw = p4switch.load(str(STF_DIR / "digest.p4"))
     assert run_stf(None, STF_DIR / "digest.stf", sw=sw).passed
     digests = sw.digests()
