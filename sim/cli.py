@@ -171,7 +171,7 @@ def calibrate(demo_jsonl, out_dir):
 @click.option("--hosts", default="128,512", show_default=True,
               help="Fabric sizes (leaf-spine, sqrt(hosts) leaves unless --leaves).")
 @click.option("--hosts-per-leaf", type=click.IntRange(1), default=16, show_default=True)
-@click.option("--shard", default="64KiB", show_default=True, help="Bytes each rank contributes.")
+@click.option("--shard", default="4KiB", show_default=True, help="Bytes each rank contributes.")
 @click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
@@ -228,7 +228,7 @@ def _per_leaf(n: int, per_leaf: int) -> Topology:
 
 def _ideas_out(rows: list[dict], jsonl: Path, unit: str) -> None:
     report.write_jsonl(rows, jsonl)
-    head = ["idea", "hosts", "run", "CCT us", unit, "formula", "baseline / this", "exact"]
+    head = ["idea", "hosts", "run", "CCT us", unit, "formula", "baseline / this", "done"]
     lines = []
     for r in rows:
         base = next(b for b in rows if b["hosts"] == r["hosts"] and "baseline" in b["run"])

@@ -38,7 +38,7 @@ def table(rows: list[dict]) -> str:
         agg[key]["n"] += 1
         agg[key]["ok"] = agg[key].get("ok", 1) and r["ok"]
     head = ["collective", "size/rank", "failed", "policy", "CCT median us", "vs ecmp",
-            "vs ethereal", "retx", "timeouts", "busiest uplink", "events/s", "exact"]
+            "vs ethereal", "retx", "timeouts", "busiest uplink", "events/s", "done"]
     lines = []
     for key, values in ccts.items():
         med = statistics.median(values)
