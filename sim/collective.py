@@ -15,10 +15,8 @@ Per-packet work stays in C++; Python runs once per (rank, step) and once per Eth
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 
-from fabricmodel import ethereal, rocev2
-from fabricmodel.loads import add_path
+from fabricmodel import ethereal
 from fabricmodel.topology import Topology
 from sim.fabric import MODES, LinkSpec, SimFabric, Transport
 from sim.workloads import steps as make_steps
@@ -82,11 +80,13 @@ class Run:
         self.python_s += time.perf_counter() - start
 
     def _timeout(self, qp: int) -> None:
+        start = time.perf_counter()
         sub = self.subflows[qp]
         new = self.planners[sub.flow.src].on_timeout(sub)
         self._pins(new)
         self.subflows[qp] = new
         self.fab.engine.repath(qp, new.sport)
+        self.python_s += time.perf_counter() - start
 
     def _pins(self, sub: ethereal.SubFlow) -> None:
         for pin in sub.pins:
@@ -122,12 +122,3 @@ class Run:
         }
         self.fab.close()
         return row
-
-
-def flow_loads(topo: Topology, subflows, dport: int = rocev2.ROCEV2_PORT):
-    """The planner's bytes per directed link for a set of Ethereal sub-flows."""
-    loads: dict = defaultdict(float)
-    for sub in subflows:
-        add_path(loads, topo, sub.flow.src, sub.flow.dst, sub.path.hops if sub.path else (),
-                 sub.bytes)
-    return dict(loads)

@@ -129,9 +129,7 @@ struct McastTree {                  // a group's shared tree: ports to copy to, 
 
 struct AggJob {                     // NetReduce: the switch sums chunk i of every worker
   int sw = -1, workers = 0;
-  std::vector<uint32_t> worker_ips;
   std::unordered_map<uint32_t, int> arrived;   // chunk -> contributions so far
-  uint64_t result_packets = 0;
 };
 
 class Fabric {
@@ -219,14 +217,7 @@ class Fabric {
 
   // ---- results -------------------------------------------------------------------------
   double rank_done(int r) const { return rank_done_at_[r]; }
-  int ranks_done() const {
-    return std::count_if(rank_done_at_.begin(), rank_done_at_.end(), [](double t) { return t >= 0; });
-  }
   int qp_count() const { return qps_.size(); }
-  int qp_src(int q) const { return qps_[q].src; }
-  int qp_dst(int q) const { return qps_[q].dst; }
-  uint16_t qp_sport(int q) const { return qps_[q].sport; }
-  uint64_t qp_bytes(int q) const { return qps_[q].bytes; }
   double qp_started(int q) const { return qps_[q].started; }
   double qp_finished(int q) const { return qps_[q].finished; }
   uint64_t qp_received(int q) const { return uint64_t(qps_[q].got_count); }
@@ -253,7 +244,7 @@ class Fabric {
   }
   uint64_t host_rx_bytes(int host) const { return host_rx_[host]; }
   void set_agg(int sw, uint32_t agg_ip, std::vector<uint32_t> worker_ips, uint32_t group) {
-    AggJob j; j.sw = sw; j.workers = worker_ips.size(); j.worker_ips = worker_ips;
+    AggJob j; j.sw = sw; j.workers = worker_ips.size();
     agg_[agg_ip] = j; agg_group_[agg_ip] = group;
   }
   // Worker `host` sends its `bytes` of gradient to the aggregator address, paced at line rate.
