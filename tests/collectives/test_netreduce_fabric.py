@@ -159,9 +159,10 @@ def test_netreduce_across_two_leaves_moves_at_most_0_6x_ring_bytes_over_the_fabr
     ips = [fabric.topo.host(w).ip for w in workers]
     namespaces = [fabric.hosts[w] for w in workers]
     elements = 64 * 1024
-    # Python switches queue for long: a timeout far above their queueing delay keeps both
-    # runs free of spurious retransmissions, so the bytes are the algorithms' own.
-    transport = {"min_rto": 0.5}
+    # Software switches on a loaded machine queue for long: a timeout far above their
+    # queueing delay keeps both runs free of spurious retransmissions (each would resend a
+    # go-back-N window), so the bytes are the algorithms' own.
+    transport = {"min_rto": 0.5, "max_rto": 2.0}
     before = _fabric_link_bytes(fabric)
     plan = runs([elements], dtypes=("int32",), algos=[("allreduce", "ring")])
     ring_rows = launch(ips, plan, namespaces=namespaces, out_dir=tmp_path, timeout=300,
