@@ -1,6 +1,7 @@
 """Packets/s forwarded between two namespaces over the same veths, in one run: through
-`p4switch run` on the native backend and on the Python backend (L3 program, routes pushed over
-P4Runtime), through BMv2's simple_switch_grpc when it is installed, and through a Linux bridge.
+`p4switch run` on the native backend and on the Python backend (an L3 program, then fabric.p4
+routing; routes pushed over P4Runtime), through BMv2's simple_switch_grpc when it is installed,
+and through a Linux bridge. (fabric.p4 multicast and aggregation: bench_p4switch.py, in-process.)
 
 Needs root. Prints one table; the ratio column is delivered packets/s / the bridge's."""
 import os
@@ -22,7 +23,8 @@ from targets import compile_for, start_target  # noqa: E402
 
 from p4switch.native import available  # noqa: E402
 
-PROGRAM = ROOT / "tests" / "p4switch" / "device_programs" / "l3.p4"
+L3 = ROOT / "tests" / "p4switch" / "device_programs" / "l3.p4"
+FABRIC = ROOT / "p4src" / "fabric.p4"
 DURATION = float(os.environ.get("BENCH_SECONDS", "3"))
 PAYLOAD = 64
 RATES = (5000, 0)          # offered packets/s per run; 0 = as fast as the sender can
@@ -109,9 +111,36 @@ def measure(hosts, rate):
     return sent / DURATION, int(got) / max(float(span), 1e-9), int(got) / max(sent, 1)
 
 
-def through_switch(target, hosts, sw_ends, workdir):
+def l3_routes():
+    for i in (1, 2):
+        te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.forward")
+        te.match["hdr.ipv4.dstAddr"] = f"10.0.{i}.0/24"
+        te.action["port"], te.action["dmac"] = str(i), HOST_MAC[i]
+        te.action["smac"] = GW_MAC[i]
+        te.insert()
+
+
+def fabric_routes():
+    """fabric.p4 routing between the two hosts, as the controller writes a host route."""
+    for i in (1, 2):
+        te = sh.TableEntry("FabricIngress.ipv4_route")(action="FabricIngress.route_to_port")
+        te.match["meta.slice_id"] = "0"
+        te.match["hdr.ipv4.dstAddr"] = f"10.0.{i}.0/24"
+        te.action["port"] = str(i)
+        te.insert()
+        te = sh.TableEntry("FabricEgress.port_mac")(action="FabricEgress.set_port_macs")
+        te.match["standard_metadata.egress_port"] = str(i)
+        te.action["smac"], te.action["dmac"] = GW_MAC[i], HOST_MAC[i]
+        te.insert()
+
+
+PROGRAMS = {"l3.p4": (L3, l3_routes), "fabric.p4 routed": (FABRIC, fabric_routes)}
+
+
+def through_switch(target, program, hosts, sw_ends, workdir):
     """target: p4switch-native, p4switch-python or bmv2"""
-    config = sh.FwdPipeConfig(*compile_for(target, str(PROGRAM), str(workdir)))
+    path, write_routes = PROGRAMS[program]
+    config = sh.FwdPipeConfig(*compile_for(target, str(path), str(workdir)))
     set_gateway_mac(hosts, GW_MAC)
     switch = start_target(target, {1: sw_ends[1], 2: sw_ends[2]}, 1)
     if target.startswith("p4switch"):
@@ -120,12 +149,7 @@ def through_switch(target, hosts, sw_ends, workdir):
         sh.setup(device_id=1, grpc_addr=switch.grpc_addr, election_id=(0, 1), verbose=False,
                  config=config)
         try:
-            for i in (1, 2):
-                te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.forward")
-                te.match["hdr.ipv4.dstAddr"] = f"10.0.{i}.0/24"
-                te.action["port"], te.action["dmac"] = str(i), HOST_MAC[i]
-                te.action["smac"] = GW_MAC[i]
-                te.insert()
+            write_routes()
             return [measure(hosts, rate) for rate in RATES]
         finally:
             sh.teardown()
@@ -161,21 +185,23 @@ def main():
     hosts, sw_ends = make_hosts()
     runs = {}
     try:
-        for target in targets:
-            with tempfile.TemporaryDirectory() as tmp:
-                runs[names[target]] = through_switch(target, hosts, sw_ends, pathlib.Path(tmp))
+        for program in PROGRAMS:
+            for target in targets:
+                with tempfile.TemporaryDirectory() as tmp:
+                    runs[f"{names[target]}, {program}"] = through_switch(
+                        target, program, hosts, sw_ends, pathlib.Path(tmp))
         bridge = through_bridge(hosts, sw_ends)
     finally:
         for ns in hosts.values():
             sh_run("ip", "netns", "del", ns, check=False)
     print(f"\nUDP {PAYLOAD}-byte payloads, {DURATION:g} s per run, one Python sender; "
           "ratio = delivered pps / bridge's at the same offered load")
-    print(f"{'path (l3.p4)':<20}{'offered':>10}{'offered pps':>14}{'delivered pps':>16}"
+    print(f"{'path':<34}{'offered':>10}{'offered pps':>14}{'delivered pps':>16}"
           f"{'delivered %':>13}{'ratio':>8}")
     for i, rate in enumerate(RATES):
         for name, result in (("linux bridge", bridge), *runs.items()):
             offered, delivered, frac = result[i]
-            print(f"{name:<20}{(f'{rate}/s' if rate else 'flood'):>10}{offered:>14,.0f}"
+            print(f"{name:<34}{(f'{rate}/s' if rate else 'flood'):>10}{offered:>14,.0f}"
                   f"{delivered:>16,.0f}{100 * frac:>12.1f}%{delivered / bridge[i][1]:>8.3f}")
 
 
