@@ -64,7 +64,8 @@ def main() -> None:
 @click.option("--rate-gbps", type=click.FloatRange(0), default=0.0,
               help="Pacing rate per QP (0: unpaced).")
 @click.option("--repeat", type=click.IntRange(1), default=1, show_default=True)
-@click.option("--aggregator", help="switchml, netreduce: the job's aggregator IP.")
+@click.option("--aggregator", help="switchml, netreduce: the job's aggregator IP; netreduce "
+              "across leaves: every rank's, comma-separated, as fabricctl job create lists them.")
 @click.option("--job-id", type=click.IntRange(1, 0xFFFF), default=1, show_default=True,
               help="switchml, netreduce: the job id fabricctl gave.")
 @click.option("--slots", type=click.IntRange(1, 0xFFFF), default=16, show_default=True,
@@ -95,7 +96,12 @@ def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy,
     if algo in ("switchml", "netreduce"):
         if not aggregator:
             raise click.BadParameter(f"{algo} needs --aggregator", param_hint="--aggregator")
-        options = {"aggregator": aggregator, "job_id": job_id}
+        aggregators = _split(aggregator)
+        if algo == "netreduce" and len(aggregators) not in (1, len(ip_list)):
+            raise click.BadParameter(f"{len(aggregators)} aggregator addresses for "
+                                     f"{len(ip_list)} ranks", param_hint="--aggregator")
+        options = {"aggregator": aggregators if len(aggregators) > 1 else aggregator,
+                   "job_id": job_id}
         options |= {"slots": slots} if algo == "switchml" else {"credits": credits}
     if algo == "multicast" and group:
         options = {"group": group}

@@ -49,6 +49,9 @@ def test_run_takes_rank_addresses_from_a_topology_file(bridge_net):
     (["--ips", "10.0.0.1,10.0.0.2", "--collective", "alltoall", "--algo", "ring"],
      "no algorithm 'ring' for alltoall"),
     (["--ips", "10.0.0.1,10.0.0.2", "--algo", "switchml"], "needs --aggregator"),
+    (["--ips", "10.0.0.1,10.0.0.2", "--algo", "netreduce"], "needs --aggregator"),
+    (["--ips", "10.0.0.1,10.0.0.2,10.0.0.3", "--algo", "netreduce", "--aggregator",
+      "10.0.1.253,10.0.2.253"], "2 aggregator addresses for 3 ranks"),
     (["--ips", "10.0.0.1,10.0.0.2", "--size", "lots"], "not a size"),
     (["--ips", "10.0.0.1,10.0.0.2", "--policy", "random"], "Invalid value for '--policy'"),
 ])
