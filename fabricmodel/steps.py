@@ -97,12 +97,13 @@ ALGORITHMS = {
 }
 
 
-def steps(algorithm: str, n: int, size: int) -> list[Step]:
+def steps(algorithm: str, n: int, size: int, algorithms=ALGORITHMS) -> list[Step]:
+    """The steps of `algorithm` (a name in `algorithms`, which callers may extend)."""
     try:
-        make = ALGORITHMS[algorithm]
+        make = algorithms[algorithm]
     except KeyError:
         raise ValueError(f"unknown collective {algorithm!r} "
-                         f"(known: {', '.join(ALGORITHMS)})") from None
+                         f"(known: {', '.join(algorithms)})") from None
     return make(n, size)
 
 

@@ -92,9 +92,4 @@ ALGORITHMS = {
 
 
 def steps(algorithm: str, n: int, size: int) -> list[Step]:
-    try:
-        make = ALGORITHMS[algorithm]
-    except KeyError:
-        raise ValueError(f"unknown collective {algorithm!r} "
-                         f"(known: {', '.join(ALGORITHMS)})") from None
-    return make(n, size - size % n if size >= n else size)
+    return csteps.steps(algorithm, n, size - size % n if size >= n else size, ALGORITHMS)
