@@ -85,7 +85,9 @@ def _run(fabric, tmp_path, workers, dtypes, elements, impaired=True):
                           transport={"min_rto": 0.05})
             counters = prog.counters() if prog else None
         finally:
-            if prog:
+            if prog:       # the tc filters outlive the program object: take them off
+                for w in workers:
+                    prog.detach(fabric.devices[w], fabric.hosts[w])
                 prog.close()
         for i, run in enumerate(plan):
             inputs = [make_input(run.get("seed", i), r, run["dtype"], run["elements"])
