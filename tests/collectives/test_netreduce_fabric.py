@@ -15,6 +15,7 @@ from collectives import netreduce as nr
 from collectives.launch import launch
 from collectives.runner import expected, make_input
 from ebpf.impair import Impair
+from tests.conftest import NetnsFactory
 
 pytest.importorskip("p4switch")
 from nr_fabric import build  # noqa: E402
@@ -33,8 +34,6 @@ hosts_per_leaf: 4
 
 @pytest.fixture(scope="module")
 def fabric(tmp_path_factory):
-    from tests.conftest import NetnsFactory
-
     factory = NetnsFactory()
     try:
         yield from build(factory, tmp_path_factory.mktemp("nrfab"), TOPOLOGY)
