@@ -309,7 +309,9 @@ class SendQP:
         if not self.inflight or self.resend == 0 and self.ep.cfg.reliability == "gbn":
             return
         first = self.inflight[0]
-        if now - first.sent_at < self.rto * (1 << self.backoff):
+        # exponential back-off, capped at max_rto (RTO = min(RTO x 2^k, RTO_max))
+        if now - first.sent_at < max(self.rto, min(self.rto * (1 << self.backoff),
+                                                   self.ep.cfg.max_rto)):
             return
         self.ep.stats.timeouts += 1
         self.retries += 1

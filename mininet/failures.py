@@ -17,6 +17,9 @@ from collectives.results import format_table
 from ebpf import Impair
 
 
+RETRY_LIMIT = 16    # consecutive timeouts of one QP (back-off capped at the maximum RTO)
+
+
 def _tx_bytes(intf: str) -> int:
     return int(Path(f"/sys/class/net/{intf}/statistics/tx_bytes").read_text())
 
@@ -72,8 +75,8 @@ def failure_runs(net, fabricd, topo, ranks, policies, run: dict, seed: int = 0) 
     """One launch per policy, silent and announced; rows of the failure table."""
     link = topo.uplinks(sorted(s for s in topo.switches if s.startswith("leaf"))[0])[0]
     names = [h.name for h in ranks.hosts]
-    ranks = copy.copy(ranks)             # a NIC-like retry limit: hash ECMP gives up in seconds
-    ranks.transport = ranks.transport | {"retry_limit": 8}
+    ranks = copy.copy(ranks)             # a retry limit that lets hash ECMP give up in seconds
+    ranks.transport = ranks.transport | {"retry_limit": RETRY_LIMIT}
     rows = []
     for announce in (False, True):
         for policy in policies:
