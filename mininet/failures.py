@@ -16,7 +16,6 @@ from collectives.launch import LaunchError
 from collectives.results import format_table
 from ebpf import Impair
 
-
 RETRY_LIMIT = 16    # consecutive timeouts of one QP (back-off capped at the maximum RTO)
 
 
