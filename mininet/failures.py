@@ -16,7 +16,8 @@ from collectives.launch import LaunchError
 from collectives.results import format_table
 from ebpf import Impair
 
-RETRY_LIMIT = 16    # consecutive timeouts of one QP (back-off capped at the maximum RTO)
+RETRY_LIMIT = 30    # consecutive timeouts of one QP (the transport's default; back-off capped
+                    # at the maximum RTO, so a QP gives up after about 12 s)
 
 
 def _tx_bytes(intf: str) -> int:
@@ -87,6 +88,7 @@ def failure_runs(net, fabricd, topo, ranks, policies, run: dict, seed: int = 0) 
                 error = None
             except LaunchError as err:
                 got, error = [], str(err)
+                click.echo(f"demo: {policy} did not finish: {error[:300]}")
             finally:
                 failure.repair()
             rows.append(_row(link.name, announce, policy, failure.failed_at, got, error))
