@@ -1,6 +1,7 @@
-"""The demo's failure part: one leaf-spine link drops everything, both ways, in the middle of
-a collective. Silent: the switches' side drops (ebpf/impair, drop 1.0, on the egress of both
-switch interfaces of the link) and fabricd is not told, as with a broken transceiver.
+"""The demo's failure part: one leaf-spine link drops every RoCEv2 packet, both ways, in the
+middle of a collective. Silent: the switches' side drops (ebpf/impair, drop 1.0 of UDP 4791,
+on the egress of both switch interfaces of the link) and fabricd is not told, as with a broken
+transceiver; the ranks' TCP rendezvous stands for a management network and is spared.
 Announced: the same, then `fabricctl link LINK down`, so fabricd takes the link out of the
 ECMP groups. Per policy: the CCT and the time from the failure to the last retransmission."""
 from __future__ import annotations
@@ -36,7 +37,9 @@ class LinkFailure:
         self.after, self.start_bytes = after, start_bytes
         self.failed_at: float | None = None
         self.prog = Impair.load()
-        self.prog.configure(drop=1.0)
+        # RoCEv2 only: the ranks' rendezvous and barriers (TCP) stand for a cluster's
+        # management network, which a failure of the data fabric does not take down
+        self.prog.configure(drop=1.0, udp_dport=4791)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
