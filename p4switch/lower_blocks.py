@@ -168,7 +168,8 @@ class Blocks:
                         spec["keys"].append({"name": kname, "match": mk.value, "width": width,
                                              "annotations": self.anno_json(kannos),
                                              "type_name": ex.type.name if isinstance(ex.type, T.NewT) else None,
-                                             "enum": ex.type.name if isinstance(ex.type, T.EnumT) and ex.type.base else None})
+                                             "enum": ex.type.name if isinstance(ex.type, T.EnumT) and ex.type.base else None,
+                                             "error": isinstance(T.strip(ex.type), T.ErrorT)})
                         key_codes.append(kcode)
             elif prop.data == "actions_prop":
                 for item in sub(prop, "action_ref_item"):

@@ -248,6 +248,11 @@ class Calls:
             raise Fail(where, f"'{name}' takes {want} argument(s), {len(args)} given")
         if name not in _V1_FUNCS:
             raise Fail(where, f"extern function '{name}' is not supported by p4switch")
+        if not self.dead_code:   # P4Info: p4c notes extern functions called by controls
+            if ctx.kind == "action" and ctx.fq in self.prog.actions:
+                self.prog.actions[ctx.fq]["extern_calls"] = True
+            elif ctx.kind == "control" and self.control_stack:
+                self.control_stack[-1]["extern_calls"] = True
         E = lambda i, t=None: self.expr(args[i], scope, w, ctx, t)  # noqa: E731
         if name == "mark_to_drop":
             sm = E(0)

@@ -141,7 +141,12 @@ def build(prog: Program) -> p4info_pb2.P4Info:
         _preamble(pt.preamble, id_of[("table", name)], name, alias[name], t.get("annotations"))
         for i, k in enumerate(t["keys"], 1):
             mf = pt.match_fields.add()
-            mf.id, mf.name, mf.bitwidth, mf.match_type = i, k["name"], k["width"], _MATCH[k["match"]]
+            mf.id, mf.name, mf.match_type = i, k["name"], _MATCH[k["match"]]
+            if k.get("error"):     # p4c gives an error-typed key no width and lists the errors
+                info.type_info.error.members.extend(m for m in prog.errors
+                                                    if m not in info.type_info.error.members)
+            else:
+                mf.bitwidth = k["width"]
             if k.get("type_name"):
                 mf.type_name.name = k["type_name"]
                 used_types.add(k["type_name"])
@@ -256,7 +261,14 @@ def build(prog: Program) -> p4info_pb2.P4Info:
                 spec.translated_type.sdn_string.SetInParent()
         elif nt.get("width"):
             spec.original_type.bitstring.bit.bitwidth = nt["width"]
-    info.type_info.SetInParent()   # p4c always writes type_info, even when empty
+    if (info.tables or any(a.params for a in info.actions)
+            or any(c.metadata for c in info.controller_packet_metadata)
+            or any(s["kind"] != "value_set" for s in prog.externs.values())
+            or any(prog.actions[n].get("extern_calls") for n in used_actions)
+            or any(c.get("extern_calls") for c in getattr(prog, "controls", None) or [])):
+        # p4c's serializer touches type_info (so writes it, even empty) while describing any
+        # table, action parameter, controller header field, extern instance or extern call
+        info.type_info.SetInParent()
     for ename, e in prog.enums.items():
         if e["width"] is not None and _enum_used(prog, ename):
             se = info.type_info.serializable_enums[ename]
