@@ -6,7 +6,9 @@
    (an RC SEND) to the next rank of its chain when its last chunk is out.
 2. Receivers place chunks by (root, chunk) and keep a per-root bitmap. No NAKs meanwhile.
 3. A root's multicast is over for a receiver when its LAST chunk arrived, a later root of
-   the same chain was heard, or nothing was heard for `idle` seconds.
+   the same chain was heard, or nothing was heard for the receive timeout: as in the paper,
+   the time the whole Allgather takes at line rate (shard bytes x ranks / link rate) times a
+   safety factor, and never less than the transport's minimum RTO times that factor.
 4. Repair: a rank asks its ring predecessor (r-1) for the chunks it misses of such a root;
    the predecessor answers (RC SEND) once it holds that root's shard completely, so repair
    walks back at most to the root itself. The root never multicasts twice.
@@ -27,6 +29,8 @@ from .comm import Communicator
 from .entropy import derived_sport
 
 DEFAULT_GROUP = "239.77.0.1"
+SAFETY = 2.0                  # receive timeout = SAFETY x the Allgather's line-rate time
+FRAME_OVERHEAD = 14 + 20 + 8 + 4   # Ethernet, IPv4, UDP headers and the ICRC around a BTH
 MCAST_QPN = 0xFFFFFF          # IBTA's multicast destination QP
 _TOKEN, _REQUEST, _DATA, _COMPLETE = b"T", b"R", b"D", b"C"
 _CTRL = struct.Struct("!cHH")  # type, task, root
@@ -85,9 +89,14 @@ class _State:
         return bool(self.have.all() if root is None else self.have[root].all())
 
 
-def _multicast_shard(st: _State, group: bytes, sport: int) -> None:
+def _multicast_shard(st: _State, group: bytes, sport: int, rate_bps: float | None) -> None:
+    """The root's shard, chunk by chunk, paced at `rate_bps` (None: as fast as the socket
+    takes them). Two roots multicast at once, so each gets half a receiver's link: without
+    the lossless fabric (PFC) the paper assumes, a faster root only fills the leaves' queues
+    toward the receivers until they drop."""
     comm = st.comm
     ep = comm.ep
+    due = time.monotonic()
     for chunk in range(st.chunks):
         lo = chunk * st.mtu
         data = bytes(st.out[comm.rank * st.shard_bytes + lo:
@@ -97,16 +106,34 @@ def _multicast_shard(st: _State, group: bytes, sport: int) -> None:
         roce = (wire.bth(rocev2.RBCAST, MCAST_QPN, chunk & wire.PSN_MASK, pad=pad)
                 + wire.RBCAST_HDR.pack(st.task, comm.rank, chunk, st.chunks, flags)
                 + data + bytes(pad))
+        if rate_bps:
+            while (now := time.monotonic()) < due:
+                ep.progress(due - now)
+            due = max(due, now) + (len(roce) + FRAME_OVERHEAD) * 8 / rate_bps
         ep.send_frame(group, sport, roce, wire.ECN_ECT0 if ep.cfg.ecn else 0)
         if chunk % 16 == 15:
             ep.progress(0)
 
 
+def receive_timeout(shard_bytes: int, ranks: int, link_mbps: float, min_rto: float,
+                    safety: float = SAFETY) -> float:
+    """Seconds of silence after which a receiver stops waiting for a root's multicast."""
+    if link_mbps <= 0 or safety <= 0:
+        raise ValueError(f"link rate and safety factor must be positive, got {link_mbps}, "
+                         f"{safety}")
+    return safety * max(shard_bytes * ranks * 8 / (link_mbps * 1e6), min_rto)
+
+
 def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFAULT_GROUP,
-                        idle: float = 0.2) -> np.ndarray:
+                        link_mbps: float | None = None, safety: float = SAFETY) -> np.ndarray:
+    """link_mbps: the hosts' link rate; each root then multicasts at half of it (default:
+    the transport's line rate for the receive timeout, roots unpaced)."""
     n, me = comm.size, comm.rank
     if n == 1:
         return shard.copy()
+    cfg = comm.ep.cfg
+    idle = receive_timeout(shard.nbytes, n, link_mbps or cfg.line_gbps * 1e3, cfg.min_rto,
+                           safety)
     if group not in comm.groups:
         comm.ep.join(group)
         comm.groups.add(group)
@@ -130,7 +157,8 @@ def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFA
                 raise TimeoutError(f"rank {me}: multicast Allgather task {task} incomplete: "
                                    f"missing roots {[r for r in range(n) if not st.complete(r)]}")
             if has_token and not sent_shard:
-                _multicast_shard(st, socket.inet_aton(group), derived_sport("mcast", me))
+                _multicast_shard(st, socket.inet_aton(group), derived_sport("mcast", me),
+                                 link_mbps * 1e6 / 2 if link_mbps else None)
                 sent_shard = True
                 if me + 1 < chain.stop:
                     comm.send_control(me + 1, _CTRL.pack(_TOKEN, task, me))

@@ -120,6 +120,8 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
     inputs = [make_input(seed, r, run["dtype"], run["elements"]) for r in range(comm.size)]
     kwargs = run.get("options", {})
     comm.barrier()
+    if "start_at" in run:       # several jobs posted at one wall-clock instant (FSDP's case)
+        time.sleep(max(0.0, run["start_at"] - time.time()))
     before = comm.stats.as_dict()
     repicks = comm.policy.repicks
     t0, c0 = time.perf_counter(), time.process_time()

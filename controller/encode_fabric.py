@@ -47,6 +47,11 @@ def port_liveness(plan: SwitchPlan) -> TableEntry:
                       {"ports": dead}, default=True)
 
 
+def loss_threshold(rate: float) -> int:
+    """fabric.p4 drops a replica when a 16-bit random draw is below this."""
+    return min(0xFFFF, round(rate * 0x10000))
+
+
 def switch_state(topo: Topology, plan: SwitchPlan) -> State:
     state = State()
     entries = state.table_entries
@@ -99,6 +104,10 @@ def switch_state(topo: Topology, plan: SwitchPlan) -> State:
                     "FabricEgress.rewrite_replica", {"smac": r.rewrite.src_mac,
                                                "dmac": r.rewrite.dst_mac,
                                                "dst_ip": r.rewrite.dst_ip}))
+        if g.loss and any(r.rewrite is not None for r in g.replicas):
+            entries.append(TableEntry("FabricEgress.mcast_loss", {"meta.mcast_grp": g.group_id},
+                                      "FabricEgress.set_mcast_loss",
+                                      {"threshold": loss_threshold(g.loss)}))
     for j in plan.jobs:
         entries.append(TableEntry(
             "FabricIngress.switchml_jobs", {"hdr.ipv4.dstAddr": me.service_ip, "hdr.sml.jobId": j.job_id},

@@ -228,16 +228,20 @@ def group():
 @group.command("create")
 @click.argument("name")
 @click.argument("members", nargs=-1, required=True)
+@click.option("--loss", type=float, default=0.0, show_default=True,
+              help="Experiments: the switches drop this share of the replicas toward members.")
 @click.pass_obj
-def group_create(c: Ctx, name, members):
+def group_create(c: Ctx, name, members, loss):
     """A multicast group NAME over the MEMBERS hosts."""
     def human(g):
         click.echo(f"group {g.name}: id {g.group_id}, address {g.address}, "
-                   f"members {','.join(g.members)}")
+                   f"members {','.join(g.members)}"
+                   + (f", replicas dropped at rate {g.loss:g}" if g.loss else ""))
         table(["switch", "replicate to ports"],
               [[r.switch, ",".join(map(str, r.ports))] for r in g.tree])
     c.emit(c.call("CreateMulticastGroup",
-                  api.CreateMulticastGroupRequest(name=name, members=members)), human)
+                  api.CreateMulticastGroupRequest(name=name, members=members, loss=loss)),
+           human)
 
 
 @group.command("delete")

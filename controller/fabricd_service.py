@@ -116,7 +116,8 @@ class Service(fabric_pb2_grpc.FabricServicer):
     @_rpc
     def CreateMulticastGroup(self, request, context):
         group, _ = self.fabric.change(
-            lambda intent: intent.create_group(request.name, list(request.members)))
+            lambda intent: intent.create_group(request.name, list(request.members),
+                                               request.loss))
         return self._group(group)
 
     @_rpc
@@ -226,7 +227,7 @@ class Service(fabric_pb2_grpc.FabricServicer):
         tree = switch_plan.group_tree(self.fabric.intent, group.members, group.slice_id)
         return api.MulticastGroup(
             name=group.name, group_id=group.group_id, address=group.address,
-            members=group.members,
+            members=group.members, loss=group.loss,
             tree=[api.Replication(switch=sw, ports=[r.port for r in reps])
                   for sw, reps in sorted(tree.items())])
 

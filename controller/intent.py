@@ -36,6 +36,7 @@ class GroupIntent:
     group_id: int
     members: tuple[str, ...]
     slice_id: int
+    loss: float = 0.0             # drop rate of replicas toward members (loss injection)
 
     @property
     def address(self) -> str:
@@ -223,14 +224,17 @@ class Intent:
         if self.steps.pop(name, None) is None:
             raise IntentError("NOT_FOUND", f"no step {name!r}")
 
-    def create_group(self, name: str, members: list[str]) -> GroupIntent:
+    def create_group(self, name: str, members: list[str], loss: float = 0.0) -> GroupIntent:
         _check_name(name, "multicast group")
         if name in self.groups:
             raise IntentError("ALREADY_EXISTS", f"multicast group {name!r} exists")
+        if not 0 <= loss < 1:
+            raise IntentError("INVALID_ARGUMENT", f"multicast group {name}: loss must be a "
+                              f"drop rate in [0, 1), got {loss!r}")
         members = self._members(members, f"multicast group {name}", 2)
         sl = self._common_slice(members[0], members, f"multicast group {name}")
         group = GroupIntent(name, self._free_group_id(), tuple(members),
-                            sl.slice_id if sl else 0)
+                            sl.slice_id if sl else 0, float(loss))
         self.groups[name] = group
         return group
 

@@ -44,6 +44,7 @@ class McastEntry:
     address: str
     group_id: int
     replicas: tuple[multicast.Replica, ...]
+    loss: float = 0.0             # drop rate of the replicas toward member hosts
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def _add_group(intent: Intent, plans, group: GroupIntent) -> None:
     tree = group_tree(intent, group.members, group.slice_id, group_id=group.group_id)
     for sw, replicas in tree.items():
         plans[sw].groups.append(McastEntry(group.slice_id, group.address, group.group_id,
-                                           replicas))
+                                           replicas, group.loss))
 
 
 def _add_job(intent: Intent, plans, job: JobIntent) -> None:

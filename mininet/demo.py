@@ -16,12 +16,13 @@ import sys
 from pathlib import Path
 
 import click
+import part2
 
 # siblings in mininet/: the script's own directory is first on sys.path
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
 from failures import failure_runs, failure_table
-from ideas import Ranks, fabric_link_bytes, link_table, multicast_allgather, netreduce, vclos
+from ideas import Ranks
 from ideas import table as ideas_table
 from p4_switch import TARGETS, missing_tools
 from report import plot, table
@@ -143,13 +144,26 @@ def compile_fabric(target: str, out_dir: Path) -> tuple[Path, Path] | None:
 @click.option("--failure-collective", default="alltoall/direct", show_default=True,
               help="The collective/algo the link fails under.")
 @click.option("--ideas/--no-ideas", default=True, show_default=True,
-              help="Also run Multicast Allgather, NetReduce and vClos next to their baselines.")
+              help="Part two: Multicast Allgather, NetReduce and vClos next to their "
+                   "baselines, on their own fabric (--ideas-topology).")
+@click.option("--ideas-topology", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=ROOT / "controller/topologies/leafspine-4x4-h2.yaml", show_default=True)
+@click.option("--ideas-size", default="64KiB", show_default=True,
+              help="Bytes per rank in part two.")
+@click.option("--ideas-link-mbps", type=click.FloatRange(0.1), default=2.0, show_default=True,
+              help="Part two's link rate: low enough that the Python switches keep up when "
+                   "two jobs run at once.")
+@click.option("--vclos-seeds", type=click.IntRange(1), default=3, show_default=True,
+              help="ECMP seeds (other source ports) for the shared-fabric vClos baseline.")
+@click.option("--vclos-repeats", type=click.IntRange(1), default=3, show_default=True,
+              help="Runs of each vClos measurement (alone, together); the median counts.")
 @click.option("--cli", is_flag=True, help="End in the Mininet CLI with fabricd running, for "
                                           "fabricctl by hand (FABRICD is in its environment).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out", show_default=True)
 def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth, window,
-         reliability, min_rto, failures, failure_collective, ideas, cli, out_dir):
+         reliability, min_rto, failures, failure_collective, ideas, ideas_topology, ideas_size,
+         ideas_link_mbps, vclos_seeds, vclos_repeats, cli, out_dir):
     """Run collectives under four load-balancing policies on an emulated P4 fabric."""
     missing = missing_tools(target)
     if missing:
@@ -200,20 +214,23 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
                                           {"collective": failure_pair[0],
                                            "algo": failure_pair[1], "dtype": "int32",
                                            "elements": parse_size(size) // 4})
-                extra, nr_links = [], []
-                if ideas:
-                    elements = parse_size(size) // 4
-                    nr_rows, nr_links = netreduce(
-                        fabricd, ranks, elements,
-                        link_bytes=lambda: fabric_link_bytes(fabricd, topo))
-                    extra = (multicast_allgather(fabricd, ranks, elements // len(ranked))
-                             + nr_rows + vclos(fabricd, net, ranks, elements))
             if cli:
                 interact(net, fabricd)
     except LaunchError as err:
         raise click.ClickException(f"a collective failed: {err}") from None
     finally:
         net.stop()
+    extra = []
+    if ideas:
+        try:
+            extra = part2.run(ideas_topology, out_dir, ideas_link_mbps, queue_depth,
+                              target, pipeline,
+                              transport | {"min_rto": min_rto or _drain_rto(queue_depth,
+                                                                           ideas_link_mbps)},
+                              parse_size(ideas_size) // 4, seeds=tuple(range(vclos_seeds)),
+                              repeats=vclos_repeats)
+        except LaunchError as err:
+            raise click.ClickException(f"a collective failed: {err}") from None
     (out_dir / "demo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     title = (f"{topo.name}, {len(topo.hosts)} ranks, {size} per rank, {reliability}, "
              f"links {_speed(link_mbps)}")
@@ -225,11 +242,8 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
                    f"(fabricctl link ... down)\n")
         click.echo(failure_table(failed))
     if extra:
-        click.echo(f"\nThe other ideas on the same fabric ({size} per rank; allgather: "
-                   f"{size} in total)\n")
+        click.echo(f"\nThe other ideas on {ideas_topology.stem} ({ideas_size} per rank)\n")
         click.echo(ideas_table(extra))
-        click.echo("\nNetReduce's runs: bytes on the fabric links (switch counters)\n")
-        click.echo(link_table(topo, nr_links))
     plot(rows, out_dir / "demo-cct.png", title)
     click.echo(f"\ndemo: results in {out_dir / 'demo.jsonl'}, plot in "
                f"{out_dir / 'demo-cct.png'}")

@@ -1,8 +1,7 @@
-"""The demo's second part: Multicast Allgather, NetReduce and vClos on the same running
-fabric, each set up through fabricctl the way a user would, each next to its baseline."""
+"""The demo's second part (run by part2.py on its own fabric): the ranks, NetReduce set up
+through fabricctl next to its baselines, and the ideas table. Multicast Allgather and vClos
+are in idea_mcast.py and idea_vclos.py."""
 from __future__ import annotations
-
-from concurrent.futures import ThreadPoolExecutor
 
 import click
 
@@ -34,20 +33,6 @@ def summary(idea: str, what: str, rows: list[dict]) -> list[str]:
     per_rank = sum(r["bytes_injected"] for r in rows) / len(rows)
     return [idea, what, str(len(rows)), f"{max(r['cct_s'] for r in rows) * 1e3:.1f}",
             f"{per_rank / 1e6:.3f}", "yes" if all(r["ok"] for r in rows) else "NO"]
-
-
-def multicast_allgather(fabricd, ranks: Ranks, elements: int) -> list[list[str]]:
-    names = [h.name for h in ranks.hosts]
-    group = fabricd.ctl_json("group", "create", "demo-ag", *names)
-    click.echo(f"demo: fabricctl group create demo-ag {' '.join(names)} -> {group['address']}")
-    try:
-        ring = ranks.run(names, "allgather", "ring", elements)
-        mcast = ranks.run(names, "allgather", "multicast", elements,
-                          {"group": group["address"]})
-    finally:
-        fabricd.ctl("group", "delete", "demo-ag")
-    return [summary("Multicast Allgather", "allgather ring (baseline)", ring),
-            summary("Multicast Allgather", f"allgather multicast {group['address']}", mcast)]
 
 
 def fabric_link_bytes(fabricd, topo) -> dict[str, int]:
@@ -113,41 +98,6 @@ def link_table(topo, lines: list[list[str]]) -> str:
     """NetReduce's runs: MB on the fabric links (switch counters, both directions)."""
     names = sorted(lk.name for lk in topo.links if lk.a not in topo.hosts)
     return format_table(["NetReduce run", "MB on fabric links"] + names, lines)
-
-
-def _reaches(net, src: str, dst_ip: str) -> bool:
-    return " 0% packet loss" in net.get(src).cmd(f"ping -c 1 -W 1 {dst_ip}")
-
-
-def vclos(fabricd, net, ranks: Ranks, elements: int) -> list[list[str]]:
-    """Two jobs get isolated slices, run at once, cannot reach each other; a third job that
-    does not fit is refused with the allocator's reason."""
-    half = len(ranks.hosts) // 2
-    slices = [fabricd.ctl_json("slice", "create", job, str(half)) for job in ("jobA", "jobB")]
-    try:
-        for s in slices:
-            click.echo(f"demo: fabricctl slice create {s['name']} {half} -> hosts "
-                       f"{','.join(s['hosts'])}, leaves {','.join(s['leaves'])}, spines "
-                       f"{','.join(s.get('spines', [])) or '-'}, {len(s.get('links', []))} links")
-        refused = fabricd.ctl("slice", "create", "jobC", "1")
-        click.echo(f"demo: fabricctl slice create jobC 1 -> exit {refused.returncode}: "
-                   f"{(refused.stderr or refused.stdout).strip()}")
-        a, b = (s["hosts"] for s in slices)
-        isolated = not _reaches(net, a[0], ranks.ip[b[0]])
-        click.echo(f"demo: {a[0]} -> {b[0]} across slices: "
-                   f"{'no route (isolated)' if isolated else 'REACHABLE'}")
-        with ThreadPoolExecutor(2) as pool:
-            runs = {s["name"]: pool.submit(ranks.run, s["hosts"], "allreduce", "ring",
-                                           elements, port=port)
-                    for s, port in zip(slices, (18516, 18517), strict=True)}
-            results = {name: f.result() for name, f in runs.items()}
-    finally:
-        for job in ("jobA", "jobB"):
-            fabricd.ctl("slice", "delete", job)
-    return [summary("vClos", f"allreduce ring in slice {name} (concurrently)", rows)
-            for name, rows in results.items()] + [
-        ["vClos", "isolation: ping across slices", "-", "-", "-",
-         "yes" if isolated else "NO"]]
 
 
 def table(lines: list[list[str]]) -> str:

@@ -663,6 +663,27 @@ control FabricEgress(inout headers_t hdr, inout metadata_t meta,
         size = 65536;
     }
 
+    /* Loss injection for experiments: the controller gives a multicast group a drop rate
+     * (threshold = rate x 65536) and every replica toward a member host is dropped when a
+     * 16-bit random draw falls below it. A table, not a register: BMv2 serves no register
+     * writes over P4Runtime. */
+    bit<16> loss_threshold = 0;
+    bit<16> loss_draw = 0;
+    bit<1> loss_dropped = 0;
+
+    action set_mcast_loss(bit<16> threshold) {
+        loss_threshold = threshold;
+    }
+
+    table mcast_loss {
+        key = {
+            meta.mcast_grp: exact;
+        }
+        actions = { set_mcast_loss; NoAction; }
+        default_action = NoAction();
+        size = NUM_GROUPS;
+    }
+
     action set_ecn_threshold(bit<19> threshold) {
         meta.ecn_enabled = 1;
         meta.ecn_threshold = threshold;
@@ -692,6 +713,13 @@ control FabricEgress(inout headers_t hdr, inout metadata_t meta,
                     /* The UDP checksum covers the destination address just rewritten. */
                     if (hdr.udp.isValid()) {
                         hdr.udp.checksum = 0;
+                    }
+                    if (mcast_loss.apply().hit) {
+                        random(loss_draw, (bit<16>)0, (bit<16>)0xFFFF);
+                        if (loss_draw < loss_threshold) {
+                            loss_dropped = 1;
+                            mark_to_drop(standard_metadata);
+                        }
                     }
                 }
             }
@@ -724,7 +752,9 @@ control FabricEgress(inout headers_t hdr, inout metadata_t meta,
                 hdr.icrc.crc = meta.nr_icrc_tmp[7:0] ++ meta.nr_icrc_tmp[15:8]
                                ++ meta.nr_icrc_tmp[23:16] ++ meta.nr_icrc_tmp[31:24];
             }
-            port_tx.count((bit<32>)standard_metadata.egress_port);
+            if (loss_dropped == 0) {
+                port_tx.count((bit<32>)standard_metadata.egress_port);
+            }
         }
     }
 }

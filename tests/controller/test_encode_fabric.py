@@ -155,3 +155,16 @@ def test_ecmp_mode_and_ecn_threshold_are_deployment_knobs(schema):
     leaf1 = encode_fabric.intended_states(intent, schema)["leaf1"]
     assert {e.params["mode"] for e in entries(leaf1, "FabricIngress.ecmp_groups")} == {1}
     assert {e.params["threshold"] for e in entries(leaf1, "FabricEgress.ecn_mark")} == {5}
+
+
+def test_a_lossy_group_gets_a_drop_threshold_where_replicas_reach_members(schema):
+    intent = intent_of("leafspine-4x4-h2")
+    group = intent.create_group("g", ["h1", "h3", "h5"], loss=0.05)
+    intent.create_group("clean", ["h2", "h4"])
+    states = encode_fabric.intended_states(intent, schema)
+    with_loss = {sw for sw, st in states.items() if entries(st, "FabricEgress.mcast_loss")}
+    assert with_loss == {"leaf1", "leaf2", "leaf3"}          # the spines rewrite nothing
+    (entry,) = entries(states["leaf2"], "FabricEgress.mcast_loss")
+    assert entry.match == {"meta.mcast_grp": group.group_id}
+    assert entry.params == {"threshold": round(0.05 * 65536)}
+    assert encode_fabric.loss_threshold(0.999999) == 0xFFFF

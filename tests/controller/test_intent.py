@@ -28,6 +28,8 @@ def test_bad_requests_have_their_status_and_change_nothing(intent):
     before = trial.to_json()
     assert "h99" in refused("NOT_FOUND", trial.create_group, "g", ["h1", "h99"])
     refused("INVALID_ARGUMENT", trial.create_group, "g", ["h1"])
+    refused("INVALID_ARGUMENT", trial.create_group, "g", ["h1", "h2"], 1.0)
+    refused("INVALID_ARGUMENT", trial.create_group, "g", ["h1", "h2"], -0.1)
     refused("INVALID_ARGUMENT", trial.install_step, "s", [Flow("h1", "h5", 0)], False)
     refused("NOT_FOUND", trial.install_step, "s", [Flow("h1", "h50", 9)], False)
     refused("NOT_FOUND", trial.set_link, "leaf1-spine9", False)

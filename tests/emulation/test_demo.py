@@ -17,14 +17,17 @@ def test_demo_runs_every_policy_and_idea(tmp_path, target):
     out = subprocess.run([sys.executable, str(ROOT / "mininet" / "demo.py"), "--target", target,
                           "--repeat", "1",
                           "--size", "32KiB", "--collectives", "allreduce/ring",
+                          "--ideas-size", "32KiB", "--vclos-seeds", "1", "--vclos-repeats", "1",
                           "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "demo.jsonl").read_text().splitlines()]
     assert {r["policy"] for r in rows} == {"ecmp", "spray", "reps", "ethereal"}
     assert all(r["ok"] for r in rows) and len(rows) == 4 * 4
-    assert (tmp_path / "demo-cct.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for png in ("demo-cct.png", "mcast-allgather.png", "vclos.png"):
+        assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "vs ideal" in out.stdout and "bound ms" in out.stdout, out.stdout[-3000:]
-    for line in ("allgather multicast 239.1.", "in leaf1's registers",
-                 "isolation: ping across slices", "exit 5: fabricctl: RESOURCE_EXHAUSTED"):
+    for line in ("allgather multicast 239.1.", "allreduce switchml in leaf",
+                 "isolation: ping across slices", "exit 5: fabricctl: RESOURCE_EXHAUSTED",
+                 "5% loss in the switches", "own vClos slices", "KB each job put on every"):
         assert line in out.stdout, out.stdout[-3000:]

@@ -130,3 +130,20 @@ def test_reliable_broadcast_chunks_are_replicated_untouched(sw):
     assert set(outs) == {2, 5, 11, 12}
     for out in outs.values():  # BTH, header, data and ICRC byte for byte
         assert bytes(Ether(out)[UDP].payload) == bytes(Ether(data)[UDP].payload)
+
+
+def test_mcast_loss_drops_that_share_of_the_replicas_toward_hosts(sw):
+    _mcast_leaf(sw)
+    threshold = round(0.25 * 0x10000)
+    sw.table_add("FabricEgress.mcast_loss", {"meta.mcast_grp": GROUP_ID},
+                 "FabricEgress.set_mcast_loss", {"threshold": threshold})
+    data = udp(host_ip(1), GROUP_IP, 0xC000, 4791)
+    got = {p: 0 for p in (2, 5, 11, 12)}
+    for _ in range(400):
+        for port, _out in sw.process(1, data):
+            got[port] += 1
+    assert got[11] == got[12] == 400                  # fabric replicas are never dropped
+    for p in (2, 5):                                  # about 25 % of the host replicas are
+        assert 240 < got[p] < 360, got
+    tx_host = sum(sw.counter_read("FabricEgress.port_tx", p)[0] for p in (2, 5))
+    assert tx_host == got[2] + got[5]                 # a dropped replica is not counted sent

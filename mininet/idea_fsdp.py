@@ -1,0 +1,83 @@
+"""The FSDP case of Multicast Allgather (the paper's motivation): an Allgather and a
+Reduce-Scatter posted at once on the same 8 ranks compete for the hosts' links. The
+Reduce-Scatter (ring) runs alone, then next to a ring Allgather, then next to a multicast
+Allgather; its completion time shows what injecting each shard once leaves for it.
+
+Sizes as in FSDP: the Reduce-Scatter reduces S bytes per rank to S/N, the Allgather gathers
+N shards of S/N. The two collectives are two rank processes per host (their own rendezvous
+port and RoCE UDP port) told to start at the same wall-clock instant."""
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import click
+
+from collectives.launch import launch
+from collectives.results import format_table
+
+AG_PORT, RS_PORT = 18520, 18521
+RS_UDP = 4792                   # the Reduce-Scatter's RoCE port: the Allgather keeps 4791
+LEAD_S = 4.0                    # start both this long after launching: process start-up
+
+
+@dataclass
+class Case:
+    label: str
+    rs_cct_s: float
+    ag_cct_s: float | None
+    exact: bool
+
+
+def _launch(fab, names, run, port, transport_extra=None):
+    r = fab.ranks
+    return launch([r.ip[n] for n in names], [run], namespaces=[r.ns[n] for n in names],
+                  transport=r.transport | (transport_extra or {}), port=port, timeout=600,
+                  step_timeout=120)
+
+
+def experiment(fab, elements: int) -> list[Case]:
+    """elements: the Reduce-Scatter's int32 per rank (S/4); the Allgather's shard is 1/N."""
+    names = [h.name for h in fab.ranks.hosts]
+    n = len(names)
+    shard = max(1, elements // n)
+    rs = {"collective": "reduce-scatter", "algo": "ring", "dtype": "int32",
+          "elements": shard * n}
+    group = fab.fabricd.ctl_json("group", "create", "demo-fsdp", *names)
+    ag = {"ring": {"collective": "allgather", "algo": "ring", "dtype": "int32",
+                   "elements": shard},
+          "multicast": {"collective": "allgather", "algo": "multicast", "dtype": "int32",
+                        "elements": shard, "options": {"group": group["address"],
+                                                       "link_mbps": fab.link_mbps}}}
+    cases = []
+    try:
+        rows = _launch(fab, names, rs, RS_PORT, {"dport": RS_UDP})
+        cases.append(Case("reduce-scatter alone", max(r["cct_s"] for r in rows), None,
+                          all(r["ok"] for r in rows)))
+        for algo, run in ag.items():
+            start = time.time() + LEAD_S
+            with ThreadPoolExecutor(2) as pool:
+                f_rs = pool.submit(_launch, fab, names, rs | {"start_at": start}, RS_PORT,
+                                   {"dport": RS_UDP})
+                f_ag = pool.submit(_launch, fab, names, run | {"start_at": start}, AG_PORT)
+                rs_rows, ag_rows = f_rs.result(), f_ag.result()
+            cases.append(Case(f"reduce-scatter + {algo} allgather at once",
+                              max(r["cct_s"] for r in rs_rows),
+                              max(r["cct_s"] for r in ag_rows),
+                              all(r["ok"] for r in rs_rows + ag_rows)))
+    finally:
+        fab.fabricd.ctl("group", "delete", "demo-fsdp")
+    for c in cases:
+        click.echo(f"demo: fsdp {c.label:<45} reduce-scatter {c.rs_cct_s * 1e3:7.1f} ms"
+                   + (f", allgather {c.ag_cct_s * 1e3:7.1f} ms" if c.ag_cct_s else ""))
+    return cases
+
+
+def table(cases: list[Case]) -> str:
+    alone = cases[0].rs_cct_s
+    head = ["run", "reduce-scatter CCT ms", "vs alone", "allgather CCT ms", "exact"]
+    return format_table(head, [
+        [c.label, f"{c.rs_cct_s * 1e3:.1f}", f"{c.rs_cct_s / alone:.2f}x",
+         f"{c.ag_cct_s * 1e3:.1f}" if c.ag_cct_s else "-", "yes" if c.exact else "NO"]
+        for c in cases])

@@ -1,0 +1,125 @@
+"""The demo's second part runs on its own, larger fabric (default
+controller/topologies/leafspine-4x4-h2.yaml: 4 leaves, 4 spines, 8 hosts), so that jobs span
+racks and their traffic crosses spines. This module builds and tears down that fabric and
+reads the bytes on every leaf-spine link from the switches' counters."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+from fabric_net import build_net, configure_hosts, host_netns, ping_all
+from fabricd_proc import Fabricd
+from ideas import Ranks
+
+from controller.proto import fabric_pb2 as api
+from controller.proto import fabric_pb2_grpc
+from fabricmodel.topology import load
+
+ROOT = Path(__file__).resolve().parent.parent
+TOPOLOGY = ROOT / "controller" / "topologies" / "leafspine-4x4-h2.yaml"
+
+
+class Fabric:
+    """A running Mininet fabric with fabricd, and the hosts in rank order."""
+
+    def __init__(self, net, topo, fabricd: Fabricd, ranks: Ranks, link_mbps: float):
+        self.net, self.topo, self.fabricd, self.ranks = net, topo, fabricd, ranks
+        self.link_mbps = link_mbps
+        self._stub = fabric_pb2_grpc.FabricStub(grpc.insecure_channel(fabricd.address))
+
+    def ports(self, switch: str) -> dict[int, tuple[int, int]]:
+        """port -> (rx bytes, tx bytes) from the switch's counters."""
+        reply = self._stub.GetCounters(api.SwitchRequest(switch=switch), timeout=30)
+        return {p.port: (p.rx_bytes, p.tx_bytes) for p in reply.ports}
+
+    def link_bytes(self, hosts: bool = False) -> dict[str, int]:
+        """Bytes sent so far on every leaf-spine link in each direction ("leaf1>spine2" from
+        leaf1's transmit counter of that port, "spine2>leaf1" from spine2's): links are full
+        duplex, so only flows in the same direction compete. hosts=True adds the host links
+        ("h1>leaf1" from the leaf's receive counter, "leaf1>h1" from its transmit counter)."""
+        c = {s: self.ports(s) for s in self.topo.switches}
+        out = {}
+        for lk in self.topo.links:
+            if lk.a in self.topo.switches:
+                out[f"{lk.a}>{lk.b}"] = c[lk.a].get(lk.a_port, (0, 0))[1]
+                out[f"{lk.b}>{lk.a}"] = c[lk.b].get(lk.b_port, (0, 0))[1]
+            elif hosts:
+                out[f"{lk.a}>{lk.b}"] = c[lk.b].get(lk.b_port, (0, 0))[0]
+                out[f"{lk.b}>{lk.a}"] = c[lk.b].get(lk.b_port, (0, 0))[1]
+        return out
+
+    def links_carrying(self, fn, hosts: bool = False) -> tuple[object, dict[str, int]]:
+        """Runs fn(); returns its result and the bytes each link carried meanwhile."""
+        before = self.link_bytes(hosts)
+        result = fn()
+        after = self.link_bytes(hosts)
+        return result, {k: after[k] - before[k] for k in after}
+
+
+@contextmanager
+def running_fabric(topology: Path, log_dir: Path, link_mbps: float, queue_depth: int,
+                   transport: dict, ns_prefix: str = "mlf2-", target: str = "p4switch",
+                   pipeline: tuple[Path, Path] | None = None):
+    """pipeline: fabric.p4 compiled for BMv2 (P4Info, JSON) when target is bmv2."""
+    topo = load(topology)
+    net = build_net(topo, target=target, log_dir=str(log_dir), link_mbps=link_mbps or None,
+                    queue_depth=queue_depth)
+    try:
+        net.start()
+        configure_hosts(net, topo)
+        with Fabricd(topology, log_dir, pipeline=pipeline) as fabricd:
+            if not ping_all(net, topo):
+                raise RuntimeError(f"hosts cannot reach each other; see {log_dir}")
+            names = [h.name for h in sorted(topo.hosts.values(), key=lambda h: h.rank)]
+            with host_netns(net, names, prefix=ns_prefix) as namespaces:
+                yield Fabric(net, topo, fabricd, Ranks(topo, namespaces, transport), link_mbps)
+    finally:
+        net.stop()
+
+
+def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, target: str,
+        pipeline, transport: dict, elements: int,
+        seeds: tuple[int, ...] = (0, 1, 2), repeats: int = 3) -> list[list[str]]:
+    """The ideas on the 8-host fabric: Multicast Allgather, NetReduce, vClos. Prints their
+    tables, writes out/mcast-allgather.png and out/vclos.png, returns the ideas-table rows."""
+    import click
+    import idea_fsdp
+    import idea_mcast
+    import idea_vclos
+    from ideas import fabric_link_bytes, link_table, netreduce, summary
+
+    topo = load(topology)
+    click.echo(f"\ndemo: part two on {topo.name}: {len(topo.switches)} {target} switches, "
+               f"{len(topo.hosts)} hosts, links at {link_mbps:g} Mbit/s")
+    with running_fabric(topology, out_dir / "logs-part2", link_mbps, queue_depth, transport,
+                        target=target, pipeline=pipeline) as fab:
+        n = len(fab.ranks.hosts)
+        traffic = idea_mcast.fabric_traffic(fab, elements)
+        fsdp = idea_fsdp.experiment(fab, elements)
+        rows = [summary("Multicast Allgather", t.run, r) for t, r in traffic.rows]
+        nr_rows, nr_links = netreduce(
+            fab.fabricd, fab.ranks, elements,
+            link_bytes=lambda: fabric_link_bytes(fab.fabricd, fab.topo))
+        rows += nr_rows
+        vc = idea_vclos.experiment(fab, elements, seeds, repeats)
+    title = f"{topo.name}, links {link_mbps:g} Mbit/s"
+    click.echo(f"\nMulticast Allgather: bytes on every link of the fabric, {n} ranks "
+               f"({elements * 4} B per rank)\n")
+    click.echo(idea_mcast.traffic_table(traffic.runs))
+    click.echo(f"\nFSDP: a Reduce-Scatter of {elements * 4} B per rank and an Allgather of "
+               f"{elements * 4 // n} B shards posted at once\n")
+    click.echo(idea_fsdp.table(fsdp))
+    idea_mcast.plot(traffic.runs, out_dir / "mcast-allgather.png", title, fsdp)
+    click.echo("\nNetReduce's runs: bytes on the fabric links (switch counters)\n")
+    click.echo(link_table(topo, nr_links))
+    click.echo(f"\nvClos: two 4-rank ring all-reduces ({elements * 4} B per rank), each alone "
+               f"and both at once\n")
+    click.echo(idea_vclos.job_table(vc))
+    click.echo("\nKB each job put on every leaf-spine link (from the alone runs; the combined "
+               "run's counter in brackets; * = a direction carrying both jobs)\n")
+    click.echo(idea_vclos.link_table(vc))
+    idea_vclos.plot(vc, out_dir / "vclos.png", title)
+    rows += [["Multicast Allgather (FSDP)", c.label, str(n), f"{c.rs_cct_s * 1e3:.1f}", "-",
+              "yes" if c.exact else "NO"] for c in fsdp]
+    return rows + idea_vclos.summary_rows(vc)
