@@ -156,8 +156,6 @@ class SendQP:
         self.last_cnp = 0.0
         self.next_tx = 0.0
         self.sr_retx: dict[int, float] = {}
-        self.recover: int | None = None          # ooo: next_psn when the last timeout fired
-        self.recover_at = 0.0                    # ooo: when it fired
         self.mtu = ep.cfg.mtu                    # the QP's path MTU (an IBTA MTU)
 
     # ---- queueing -----------------------------------------------------------------------
@@ -246,7 +244,7 @@ class SendQP:
             n = wire.psn_diff(covered, self.inflight[0].psn) + 1
             if 0 < n <= len(self.inflight):
                 last = self.inflight[n - 1]
-                if last.sends == 1 and self.recover is None:   # no samples across a stall
+                if last.sends == 1:
                     sample = now - last.sent_at
                     self.srtt = sample if not self.srtt else 0.875 * self.srtt + 0.125 * sample
                     self.rto = min(max(self.ep.cfg.min_rto, 4 * self.srtt), self.ep.cfg.max_rto)
@@ -257,19 +255,6 @@ class SendQP:
                         p.done()
                 self.resend = max(0, self.resend - n)
                 self.backoff = self.retries = 0
-                if self.recover is not None:
-                    # ooo after a timeout (NewReno's partial ACK): what was sent before the
-                    # timeout and is still not covered is a hole, not reordering. An ACK
-                    # sooner than half an RTT after the last resend was the originals' (as
-                    # Eifel tells): the timeout was spurious, nothing more is resent.
-                    if now - self.recover_at < self.srtt / 2:
-                        self.recover = None
-                    elif self.inflight and \
-                            wire.psn_diff(self.inflight[0].psn, self.recover) < 0:
-                        self._retransmit_first(now, 0.0)
-                        self.recover_at = now
-                    else:
-                        self.recover = None
         if nak:
             self.ep.stats.naks_received += 1
             if not self.inflight or self.inflight[0].psn != psn:
@@ -306,7 +291,7 @@ class SendQP:
             if not self.ep.cfg.rate_gbps and self.rate >= 0.99 * self.target_rate:
                 self.rate = 0.0
                 self.last_cnp = 0.0
-        if not self.inflight or self.resend == 0 and self.ep.cfg.reliability == "gbn":
+        if not self.inflight or self.resend == 0 and self.ep.cfg.reliability != "sr":
             return
         first = self.inflight[0]
         # exponential back-off, capped at max_rto (RTO = min(RTO x 2^k, RTO_max))
@@ -322,14 +307,14 @@ class SendQP:
         self.backoff = min(self.retries, 4)
         for hook in self.ep.timeout_hooks:     # the policy: Ethereal re-pins, REPS evicts
             hook(self, first.psn)
-        if self.ep.cfg.reliability == "gbn":
-            self.resend = 0
-        else:
-            # sr and ooo resend the oldest packet; ooo then resends each further hole as the
-            # cumulative ACK reaches it (partial ACKs), one RTT per hole, nothing twice
+        if self.ep.cfg.reliability == "sr":
             self._retransmit_first(now, 0.0)
-            if self.ep.cfg.reliability == "ooo":
-                self.recover, self.recover_at = self.next_psn, now
+        else:
+            # gbn rewinds; ooo too: after a timeout everything unacknowledged is suspect, and
+            # resending the window at once repairs all its holes in one round trip (a packet
+            # sprayed onto a dead path gets another path); the ooo receiver keeps what it
+            # placed and drops what it already has as duplicates
+            self.resend = 0
 
 
 class RecvQP:
