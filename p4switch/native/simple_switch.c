@@ -105,11 +105,14 @@ static state_t *parse_packet(uint32_t port, buf_t *data, int instance, state_t *
     return S;
 }
 
+/* a multicast replica: headers and metadata copied, the v1model requests (clone, resubmit,
+ * recirculate, truncate, digest) fresh, as Pipeline._copy_state */
 static state_t *copy_state(state_t *S) {
-    state_t *R = state_new();
-    R->data = S->data; R->data->ref++;
-    R->plen = S->plen; R->payload_off = S->payload_off; R->depth = S->depth;
-    R->hdr = S->hdr; R->meta = S->meta; R->sm = S->sm;
+    state_t *R = NFREE ? FREE_STATES[--NFREE] : malloc(sizeof(state_t));
+    *R = *S;
+    R->data->ref++;
+    R->clone_kind = R->resubmit = R->recirculate = R->truncate = R->digest = -1;
+    R->clip = 0;
     return R;
 }
 
