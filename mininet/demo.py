@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from fabricd_proc import Fabricd
 from failures import failure_runs, failure_table
 from ideas import Ranks
 from ideas import table as ideas_table
-from p4_switch import TARGETS, missing_tools
+from p4_switch import COMPILERS, TARGETS, missing_tools
 from report import plot, table
 
 from collectives.cli import parse_size
@@ -96,24 +95,11 @@ def _drain_rto(depth: int, mbps: float) -> float:
     return max(0.1, 2 * depth * 1100 * 8 / (mbps * 1e6)) if mbps else 0.1
 
 
-def compile_fabric(target: str, out_dir: Path) -> tuple[Path, Path] | None:
-    """fabric.p4 compiled by p4c for BMv2 (P4Info, JSON) for fabricd to push; None for
-    p4switch, which fabricd compiles itself."""
-    if target != "bmv2":
-        return None
-    out_dir.mkdir(parents=True, exist_ok=True)
-    p4info, config = out_dir / "fabric.p4info.txtpb", out_dir / "fabric.json"
-    out = subprocess.run(["p4c-bm2-ss", "--p4runtime-files", str(p4info), "-o", str(config),
-                          str(ROOT / "p4src" / "fabric.p4")], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise click.ClickException(f"p4c-bm2-ss cannot compile fabric.p4:\n{out.stderr}")
-    return p4info, config
-
-
 @click.command()
 @click.option("--target", type=click.Choice(TARGETS), default="p4switch", show_default=True,
               help="The switches: this project's p4switch, or BMv2's simple_switch_grpc with "
-                   "fabric.p4 compiled by p4c-bm2-ss (both must be on PATH).")
+                   "fabric.p4 compiled by p4c-bm2-ss, which fabricd runs (both must be on "
+                   "PATH).")
 @click.option("--topology", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=ROOT / "controller/topologies/leafspine-2x2.yaml", show_default=True)
 @click.option("--collectives", "colls", default="allreduce/ring,allreduce/halving-doubling,alltoall/direct",
@@ -188,7 +174,6 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
         link_mbps = topo.params.get("link_mbps") or 16.0
     out_dir.mkdir(parents=True, exist_ok=True)
     logs = out_dir / "logs"
-    pipeline = compile_fabric(target, logs)
     click.echo(f"demo: {topo.name}: {len(topo.switches)} {target} switches, "
                f"{len(topo.hosts)} hosts, links at {_speed(link_mbps)}")
     net = build_net(topo, target=target, log_dir=str(logs), link_mbps=link_mbps or None,
@@ -196,7 +181,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
     try:
         net.start()
         configure_hosts(net, topo)
-        with Fabricd(topology, logs, pipeline=pipeline) as fabricd:
+        with Fabricd(topology, logs, compiler=COMPILERS[target]) as fabricd:
             state = fabricd.ctl("state")
             click.echo(state.stdout.rstrip())
             if not ping_all(net, topo):

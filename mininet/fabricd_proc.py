@@ -17,11 +17,10 @@ class Fabricd:
     topology (it has then pushed fabric.p4 and the routes to every switch)."""
 
     def __init__(self, topology: Path, log_dir: Path, ecmp_mode: str = "hash",
-                 pipeline: tuple[Path, Path] | None = None):
-        """`pipeline`: (P4Info, device config) compiled for the switches' target; without it
-        fabricd compiles fabric.p4 for p4switch."""
+                 compiler: str | None = None):
+        """`compiler`: fabricd's `--compiler` for the switches' target (None: p4switch)."""
         self.topology, self.log_dir, self.ecmp_mode = topology, log_dir, ecmp_mode
-        self.pipeline = pipeline
+        self.compiler = compiler
         self.proc: subprocess.Popen | None = None
         self.address = ""
 
@@ -33,14 +32,15 @@ class Fabricd:
         cmd = [sys.executable, "-m", "controller.fabricd", "--topology", str(self.topology),
                "--listen", "127.0.0.1:0", "--port-file", str(port_file),
                "--state", str(self.log_dir / "fabric-state.json"), "--ecmp-mode", self.ecmp_mode]
-        if self.pipeline:
-            cmd += ["--p4info", str(self.pipeline[0]), "--config", str(self.pipeline[1])]
+        if self.compiler:
+            cmd += ["--compiler", self.compiler]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
         while not (port_file.exists() and port_file.read_text().strip()):
             if self.proc.poll() is not None:
-                raise RuntimeError(f"fabricd exited with {self.proc.returncode}; see "
-                                   f"{self.log_dir / 'fabricd.log'}")
+                tail = (self.log_dir / "fabricd.log").read_text().strip().splitlines()[-5:]
+                raise RuntimeError(f"fabricd exited with {self.proc.returncode}: "
+                                   + "\n".join(tail))
             if time.monotonic() > deadline:
                 raise RuntimeError("fabricd did not start within 120 s")
             time.sleep(0.2)

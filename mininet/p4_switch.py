@@ -18,6 +18,10 @@ from p4switch.device.process import stop_process
 ROOT = Path(__file__).resolve().parent.parent
 CPU_PORT = 510
 TARGETS = ("p4switch", "bmv2")
+# How fabricd compiles a program for each target (`fabricd --compiler`; None: its default,
+# p4switch compile).
+COMPILERS = {"p4switch": None,
+             "bmv2": "p4c-bm2-ss --p4runtime-files {p4info} -o {config} {program}"}
 # BMv2's Thrift server (its runtime CLI) would take 9090 on every switch: each gets its own.
 THRIFT_PORT_OFFSET = 10000
 
