@@ -209,7 +209,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
     if ideas:
         try:
             extra = part2.run(ideas_topology, out_dir, ideas_link_mbps, queue_depth,
-                              target, pipeline,
+                              target, COMPILERS[target],
                               transport | {"min_rto": min_rto or _drain_rto(queue_depth,
                                                                            ideas_link_mbps)},
                               parse_size(ideas_size) // 4, seeds=tuple(range(vclos_seeds)),

@@ -60,15 +60,15 @@ class Fabric:
 @contextmanager
 def running_fabric(topology: Path, log_dir: Path, link_mbps: float, queue_depth: int,
                    transport: dict, ns_prefix: str = "mlf2-", target: str = "p4switch",
-                   pipeline: tuple[Path, Path] | None = None):
-    """pipeline: fabric.p4 compiled for BMv2 (P4Info, JSON) when target is bmv2."""
+                   compiler: str | None = None):
+    """compiler: fabricd's --compiler for the target (p4_switch.COMPILERS)."""
     topo = load(topology)
     net = build_net(topo, target=target, log_dir=str(log_dir), link_mbps=link_mbps or None,
                     queue_depth=queue_depth)
     try:
         net.start()
         configure_hosts(net, topo)
-        with Fabricd(topology, log_dir, pipeline=pipeline) as fabricd:
+        with Fabricd(topology, log_dir, compiler=compiler) as fabricd:
             if not ping_all(net, topo):
                 raise RuntimeError(f"hosts cannot reach each other; see {log_dir}")
             names = [h.name for h in sorted(topo.hosts.values(), key=lambda h: h.rank)]
@@ -79,7 +79,7 @@ def running_fabric(topology: Path, log_dir: Path, link_mbps: float, queue_depth:
 
 
 def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, target: str,
-        pipeline, transport: dict, elements: int,
+        compiler: str | None, transport: dict, elements: int,
         seeds: tuple[int, ...] = (0, 1, 2), repeats: int = 3) -> list[list[str]]:
     """The ideas on the 8-host fabric: Multicast Allgather, NetReduce, vClos. Prints their
     tables, writes out/mcast-allgather.png and out/vclos.png, returns the ideas-table rows."""
@@ -93,7 +93,7 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
     click.echo(f"\ndemo: part two on {topo.name}: {len(topo.switches)} {target} switches, "
                f"{len(topo.hosts)} hosts, links at {link_mbps:g} Mbit/s")
     with running_fabric(topology, out_dir / "logs-part2", link_mbps, queue_depth, transport,
-                        target=target, pipeline=pipeline) as fab:
+                        target=target, compiler=compiler) as fab:
         n = len(fab.ranks.hosts)
         traffic = idea_mcast.fabric_traffic(fab, elements)
         fsdp = idea_fsdp.experiment(fab, elements)
