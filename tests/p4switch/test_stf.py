@@ -304,3 +304,16 @@ def test_p4c_dialect_observes_only_the_ports_the_file_names():
     sw = RecordingSwitch([[(4, b"\x00"), (5, b"\x00")]])
     result = StfRunner(sw, "x.stf", "p4c").run(parse_stf(text, "x.stf", "p4c"))
     assert result.passed    # p4c's driver gives the switch no port 5 to send on
+
+
+def test_p4c_dialect_packets_meet_the_final_tables(tmp_path):
+    """p4c's driver sends all table writes before BMv2 reads the packets: a later write
+    changes an earlier packet's fate there, and so in the p4c dialect."""
+    stf = tmp_path / "late.stf"
+    stf.write_text("add t hdr.h.a:1 fwd(port:2)\npacket 0 01 00 0000 00000000\n"
+                   "expect 2 01 00 0000 00000000\nsetdefault t fwd(port:3)\n")
+    assert run_stf(STF_DIR / "exact_basic.p4", stf).passed
+    stf.write_text("packet 0 01 00 0000 00000000\nexpect 2 01 00 0000 00000000\n"
+                   "add t hdr.h.a:1 fwd(port:2)\n")
+    assert not run_stf(STF_DIR / "exact_basic.p4", stf).passed      # dropped: no entry yet
+    assert run_stf(STF_DIR / "exact_basic.p4", stf, dialect="p4c").passed
