@@ -4,12 +4,11 @@ STF test of the project and the fuzz corpus of test_core_fuzz.py give the same o
 native backend refuses fails here."""
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
+from fuzz_corpus import PROGRAMS as FUZZ
+from fuzz_corpus import fuzz_packets
 
 import p4switch
 from p4switch.native import available
@@ -19,9 +18,6 @@ from p4switch.stf import run_stf
 HERE = Path(__file__).parent
 P4SRC = HERE.parents[1] / "p4src"
 STF_FILES = sorted((HERE / "stf").glob("*.stf")) + sorted((P4SRC / "tests").glob("*.stf"))
-FUZZ = [HERE / "core_programs" / "l3_three_tables.p4", HERE / "core_programs" / "varbit_options.p4",
-        HERE / "stf" / "header_stack_parse.p4", HERE / "stf" / "select_tuple.p4",
-        HERE / "stf" / "lookahead.p4"] + sorted(P4SRC.glob("*.p4"))
 INCLUDE = (str(P4SRC / "include"),)
 
 pytestmark = pytest.mark.skipif(not available(), reason="no C compiler (cc) for the native backend")
@@ -57,23 +53,6 @@ def test_stf_same_on_both_backends(stf):
     assert states["native"] == states["python"]
 
 
-def _fuzz_packets(seed: int, count: int):
-    rng = random.Random(seed)
-    base = bytes(Ether() / IP(dst="10.0.0.1") / UDP(dport=4791) / (b"z" * 30))
-    for i in range(count):
-        kind = i % 3
-        if kind == 0:
-            data = bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 80)))
-        elif kind == 1:
-            data = base[:rng.randrange(0, len(base) + 1)]
-        else:
-            data = bytearray(base)
-            for _ in range(rng.randrange(1, 6)):
-                data[rng.randrange(len(data))] = rng.getrandbits(8)
-            data = bytes(data)
-        yield rng.randrange(0, 8), data
-
-
 @pytest.mark.parametrize("program", FUZZ, ids=[f"{p.parent.name}/{p.stem}" for p in FUZZ])
 def test_fuzz_corpus_same_on_both_backends(program):
     switches = {b: p4switch.load(str(program), include_dirs=INCLUDE, backend=b) for b in ("python", "native")}
@@ -81,7 +60,7 @@ def test_fuzz_corpus_same_on_both_backends(program):
         if program.stem == "l3_three_tables":
             sw.table_add("ipv4_lpm", {"hdr.ipv4.dstAddr": (0, 0)}, "forward", {"dmac": 1, "port": 2})
     forwarded = 0
-    for port, data in _fuzz_packets(1234, 3000):
+    for port, data in fuzz_packets(1234, 3000):
         want = switches["python"].process(port, data)
         assert switches["native"].process(port, data) == want, (port, data.hex())
         forwarded += len(want)
