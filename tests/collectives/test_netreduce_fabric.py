@@ -18,7 +18,7 @@ from ebpf.impair import Impair
 from tests.conftest import NetnsFactory
 
 pytest.importorskip("p4switch")
-from nr_fabric import build  # noqa: E402
+from netns_fabric import build  # noqa: E402
 
 from fabricmodel import rocev2  # noqa: E402
 
@@ -36,7 +36,7 @@ hosts_per_leaf: 4
 def fabric(tmp_path_factory):
     factory = NetnsFactory()
     try:
-        yield from build(factory, tmp_path_factory.mktemp("nrfab"), TOPOLOGY)
+        yield from build(factory, tmp_path_factory.mktemp("nrfab"), TOPOLOGY, queue_depth=512)
     finally:
         factory.cleanup()
 

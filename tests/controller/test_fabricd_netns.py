@@ -9,28 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from fabricmodel.topology import load
-
 REPO = Path(__file__).resolve().parents[2]
 TOPO = REPO / "controller" / "topologies" / "leafspine-2x2.yaml"
 p4switch = pytest.importorskip("p4switch")
 if not hasattr(p4switch, "compile_program"):
     pytest.skip("p4switch.compile_program (the p4switch frontend) is not available",
                 allow_module_level=True)
-from p4switch.device.process import SwitchProcess  # noqa: E402
+from netns_fabric import build, sh  # noqa: E402
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
-
-
-def sh(ns, *args, check=True):
-    return subprocess.run(["ip", "netns", "exec", ns, *args], capture_output=True, text=True,
-                          check=check, timeout=60)
-
-
-def quiet(ns):
-    """No IPv6 on new interfaces: the kernel's own ND/MLD frames would show in the counters."""
-    sh(ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-       "net.ipv6.conf.default.disable_ipv6=1")
 
 
 def forwarded(ctl, switch):
@@ -90,88 +77,18 @@ def receive_aggregation(ns):
                             stdout=subprocess.PIPE, text=True, cwd=REPO)
 
 
-def wire(netns_factory, topo):
-    """One namespace for the switches (Mininet interface names), one per host."""
-    fab = netns_factory.netns("fab")
-    quiet(fab)
-    hosts = {}
-    for lk in topo.links:
-        if lk.a in topo.hosts:
-            h = topo.host(lk.a)
-            ns = hosts[h.name] = netns_factory.netns(h.name)
-            quiet(ns)
-            netns_factory.veth(ns, fab, name_a="eth0", name_b=lk.b_intf)
-            leaf = topo.switch(h.leaf)
-            for cmd in (["link", "set", "eth0", "address", h.mac],
-                        ["addr", "add", f"{h.ip}/32", "dev", "eth0"],
-                        ["route", "add", leaf.gateway_ip, "dev", "eth0"],
-                        ["route", "add", "10.0.0.0/8", "via", leaf.gateway_ip],
-                        ["route", "add", "224.0.0.0/4", "dev", "eth0"],
-                        ["neigh", "add", leaf.gateway_ip, "lladdr", h.gateway_mac, "dev",
-                         "eth0"]):
-                subprocess.run(["ip", "-n", ns, *cmd], check=True, capture_output=True)
-        else:
-            netns_factory.veth(fab, fab, name_a=lk.a_intf, name_b=lk.b_intf)
-    return fab, hosts
-
-
 def ping(ns, ip) -> bool:
     return sh(ns, "ping", "-c", "2", "-i", "0.2", "-W", "2", ip, check=False).returncode == 0
-
-
-class Net:
-    """The wired fabric: topology, host namespaces and fabricctl inside the fabric's one."""
-
-    def __init__(self, topo, fab, hosts, server):
-        self.topo, self.fab, self.hosts, self.server = topo, fab, hosts, server
-
-    def ctl(self, *args):
-        return sh(self.fab, sys.executable, "-m", "controller.fabricctl", "--server",
-                  self.server, *args, check=False)
-
-    def ip(self, host):
-        return self.topo.host(host).ip
 
 
 @pytest.fixture
 def net(netns_factory, tmp_path):
     """Four p4switch processes without a program and fabricd (which pushes fabric.p4)."""
-    topo = load(TOPO)
-    fab, hosts = wire(netns_factory, topo)
-    procs = []
-    try:
-        addresses = {}
-        for sw in topo.switches.values():
-            ifaces = [a for port, lk in sorted(topo.ports(sw.name).items())
-                      for a in ("-i", f"{port}@{lk.a_intf if lk.a == sw.name else lk.b_intf}")]
-            proc = SwitchProcess(["--no-p4", "--device-id", str(sw.device_id), *ifaces],
-                                 netns=fab).__enter__()
-            procs.append(proc)
-            addresses[sw.name] = proc.grpc_addr
-        port_file = tmp_path / "port"
-        args = [sys.executable, "-m", "controller.fabricd", "--topology", str(TOPO),
-                "--listen", "127.0.0.1:0", "--port-file", str(port_file)]
-        args += [a for name, addr in addresses.items() for a in ("--switch", f"{name}={addr}")]
-        log = (tmp_path / "fabricd.log").open("w")
-        daemon = subprocess.Popen(["ip", "netns", "exec", fab, *args], cwd=REPO, stderr=log)
-        procs.append(daemon)
-        deadline = time.monotonic() + 60
-        while not port_file.exists() or not port_file.read_text().strip():
-            assert daemon.poll() is None, (tmp_path / "fabricd.log").read_text()
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        yield Net(topo, fab, hosts, f"127.0.0.1:{port_file.read_text().strip()}")
-    finally:
-        for proc in reversed(procs):
-            if isinstance(proc, SwitchProcess):
-                proc.stop()
-            elif proc.poll() is None:
-                proc.terminate()
-                proc.wait(10)
+    yield from build(netns_factory, tmp_path, TOPO.read_text())
 
 
 def test_routes_steps_groups_and_link_failure_on_the_data_plane(net):
-    hosts, ctl = net.hosts, net.ctl
+    hosts, ctl = net.hosts, net.fabricctl
     assert ping(hosts["h1"], net.ip("h2"))          # same leaf
     assert ping(hosts["h1"], net.ip("h3"))          # across a spine
     assert ping(hosts["h4"], net.ip("h2"))
@@ -203,7 +120,7 @@ def test_routes_steps_groups_and_link_failure_on_the_data_plane(net):
 
 
 def test_aggregation_job_sums_and_multicasts_the_result(net):
-    job = json.loads(net.ctl("--json", "job", "create", "sml", "h1", "h2", "h3", "--kind", "switchml",
+    job = json.loads(net.fabricctl("--json", "job", "create", "sml", "h1", "h2", "h3", "--kind", "switchml",
                              "--slots", "4").stdout)
     assert (job["leaf"], job["address"]) == ("leaf1", "10.0.1.253")
     workers = job["workers"]
@@ -220,7 +137,7 @@ def test_aggregation_job_sums_and_multicasts_the_result(net):
 
 
 def test_a_slice_is_isolated_from_other_traffic(net):
-    out = net.ctl("--json", "slice", "create", "jobA", "2")
+    out = net.fabricctl("--json", "slice", "create", "jobA", "2")
     assert out.returncode == 0, out.stderr
     members = json.loads(out.stdout)["hosts"]
     assert members == ["h1", "h2"]
@@ -228,5 +145,5 @@ def test_a_slice_is_isolated_from_other_traffic(net):
     assert ping(net.hosts["h3"], net.ip("h4"))          # outside, among themselves
     assert not ping(net.hosts["h3"], net.ip("h1"))      # never across
     assert not ping(net.hosts["h2"], net.ip("h4"))
-    assert net.ctl("slice", "delete", "jobA").returncode == 0
+    assert net.fabricctl("slice", "delete", "jobA").returncode == 0
     assert ping(net.hosts["h3"], net.ip("h1"))          # released: shared routing again

@@ -1,6 +1,6 @@
-"""A leaf-spine of `p4switch run` processes configured only by fabricd, hosts in namespaces:
-the fabric the NetReduce end-to-end tests run collectives on. The switches' interfaces live
-in one namespace (Mininet's names), each host in its own."""
+"""A leaf-spine of `p4switch run` processes configured only by fabricd (which pushes
+fabric.p4), hosts in namespaces: the fabric the fabricd and NetReduce end-to-end tests run
+on. The switches' interfaces live in one namespace (Mininet's names), each host in its own."""
 from __future__ import annotations
 
 import json
@@ -26,10 +26,19 @@ class Fabric:
         self.topo, self.fab, self.hosts, self.devices = topo, fab, hosts, devices
         self.server, self.switches = server, switches
 
+    def fabricctl(self, *args: str) -> subprocess.CompletedProcess:
+        """fabricctl inside the fabric's namespace, where fabricd listens; never raises."""
+        return sh(self.fab, sys.executable, "-m", "controller.fabricctl", "--server",
+                  self.server, *args, check=False)
+
     def ctl(self, *args: str) -> dict:
-        out = sh(self.fab, sys.executable, "-m", "controller.fabricctl", "--server",
-                 self.server, "--json", *args)
+        """fabricctl --json, which must succeed; its reply decoded."""
+        out = self.fabricctl("--json", *args)
+        assert out.returncode == 0, out.stderr
         return json.loads(out.stdout) if out.stdout.strip() else {}
+
+    def ip(self, host: str) -> str:
+        return self.topo.host(host).ip
 
     def read(self, switch: str, reads: list[tuple[str, int]], kind: str = "register") -> list[int]:
         """Register cells (or counter packet counts) read over P4Runtime from inside the
@@ -65,12 +74,14 @@ class Fabric:
 
 
 def quiet(ns: str) -> None:
+    """No IPv6 on new interfaces: the kernel's own ND/MLD frames would show in the counters."""
     for knob in ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"):
         sh(ns, "sysctl", "-qw", knob, check=False)
 
 
-def build(netns_factory, tmp_path: Path, topology_yaml: str):
-    """Yields the Fabric; stops fabricd and every switch afterwards."""
+def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | None = None):
+    """Yields the Fabric; stops fabricd and every switch afterwards. queue_depth: the
+    switches' egress queues in packets (p4switch's default if None)."""
     path = tmp_path / "topology.yaml"
     path.write_text(topology_yaml)
     topo = load(path)
@@ -101,8 +112,9 @@ def build(netns_factory, tmp_path: Path, topology_yaml: str):
         for sw in topo.switches.values():
             ifaces = [a for port, lk in sorted(topo.ports(sw.name).items())
                       for a in ("-i", f"{port}@{lk.a_intf if lk.a == sw.name else lk.b_intf}")]
-            proc = SwitchProcess(["--no-p4", "--device-id", str(sw.device_id),
-                                  "--queue-depth", "512", *ifaces], netns=fab).__enter__()
+            depth = ["--queue-depth", str(queue_depth)] if queue_depth else []
+            proc = SwitchProcess(["--no-p4", "--device-id", str(sw.device_id), *depth,
+                                  *ifaces], netns=fab).__enter__()
             procs.append(proc)
             addresses[sw.name] = proc.grpc_addr
         port_file = tmp_path / "port"
