@@ -119,6 +119,9 @@ def switch_state(topo: Topology, plan: SwitchPlan) -> State:
     for port, threshold in sorted(plan.ecn_threshold.items()):
         entries.append(TableEntry("FabricEgress.ecn_mark", {"standard_metadata.egress_port": port},
                                   "FabricEgress.set_ecn_threshold", {"threshold": threshold}))
+    for port, delay_us in sorted(plan.ecn_delay_us.items()):
+        entries.append(TableEntry("FabricEgress.ecn_mark", {"standard_metadata.egress_port": port},
+                                  "FabricEgress.set_ecn_delay", {"delay_us": delay_us}))
     return state
 
 

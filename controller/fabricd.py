@@ -123,12 +123,17 @@ def switch_addresses(intent: Intent, overrides: tuple[str, ...]) -> dict[str, st
               help="Seconds to wait for a switch to answer.")
 @click.option("--ecn-threshold", default=32, show_default=True, type=click.IntRange(0),
               help="Queue depth (packets) at which egress marks ECN CE on every port.")
+@click.option("--ecn-delay-us", default=0, show_default=True, type=click.IntRange(0),
+              help="Mark ECN CE at this queueing delay (microseconds) instead of a queue "
+                   "depth: bytes queued ahead on a port of fixed rate, so that small packets "
+                   "(ACKs) count for their size. 0: use --ecn-threshold.")
 @click.option("--ecmp-mode", type=click.Choice(sorted(encode_fabric.ECMP_MODES)),
               default="hash", show_default=True,
               help="How ECMP groups pick a member: per flow (hash) or per packet (baselines).")
 @click.option("-v", "--verbose", is_flag=True)
 def main(topo_path, state_path, program, compiler, p4info, config, overrides, listen, port_file,
-         election_id, resync_period, switch_timeout, ecn_threshold, ecmp_mode, verbose):
+         election_id, resync_period, switch_timeout, ecn_threshold, ecn_delay_us, ecmp_mode,
+         verbose):
     """Run the fabric controller: connect to every switch and serve the fabric API."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="fabricd: %(message)s")
@@ -145,7 +150,8 @@ def main(topo_path, state_path, program, compiler, p4info, config, overrides, li
             raise click.UsageError("give --topology (or a --state file that exists)")
     except IntentError as err:
         raise click.ClickException(str(err)) from None
-    intent.ecn_threshold, intent.ecmp_mode = ecn_threshold, ecmp_mode
+    intent.ecn_threshold, intent.ecn_delay_us = ecn_threshold, ecn_delay_us
+    intent.ecmp_mode = ecmp_mode
     fabric = Fabric(intent, pipeline, switch_addresses(intent, overrides), state_path,
                     election_id, switch_timeout)
     fabric.save()

@@ -74,8 +74,10 @@ class Intent:
     slot_capacity: int = 0                       # aggregation slots per leaf (from the P4Info)
     max_workers: int = 255                       # workers per aggregation job (P4Info too)
     # Deployment knobs, set by fabricd's options at start (not saved): the queue depth at
-    # which egress marks ECN CE, and how ECMP groups pick a member (the baselines).
+    # which egress marks ECN CE, or (when > 0) the queueing delay in microseconds instead,
+    # and how ECMP groups pick a member (the baselines).
     ecn_threshold: int = 32
+    ecn_delay_us: int = 0
     ecmp_mode: str = "hash"
     failed: set[int] = field(default_factory=set)
     allocator: VClosAllocator | None = None

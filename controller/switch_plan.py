@@ -69,7 +69,8 @@ class SwitchPlan:
     netreduce: list[tuple] = field(default_factory=list)   # (table entries, PRE groups) per job
     ports_up: dict[int, bool] = field(default_factory=dict)
     ecmp_mode: str = "hash"
-    ecn_threshold: dict[int, int] = field(default_factory=dict)
+    ecn_threshold: dict[int, int] = field(default_factory=dict)     # packets queued
+    ecn_delay_us: dict[int, int] = field(default_factory=dict)      # or queueing delay
 
 
 def _next_hop(topo: Topology, switch: str, port: int) -> NextHop:
@@ -129,7 +130,10 @@ def plan_switches(intent: Intent) -> dict[str, SwitchPlan]:
     for name in topo.switches:
         for port, link in topo.ports(name).items():
             plans[name].ports_up[port] = link.index not in intent.failed
-            plans[name].ecn_threshold[port] = intent.ecn_threshold
+            if intent.ecn_delay_us:
+                plans[name].ecn_delay_us[port] = intent.ecn_delay_us
+            else:
+                plans[name].ecn_threshold[port] = intent.ecn_threshold
     for plan in plans.values():
         plan.pins = list(dict.fromkeys(plan.pins))
     return plans

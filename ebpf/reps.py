@@ -139,6 +139,21 @@ class Reps(Program):
         libbpf.map_update(self.maps["reps_conns"].fd, bytes(key), bytes(c), libbpf.BPF_F_LOCK)
         return entropy
 
+    def totals(self) -> RepsState:
+        """Every connection's counters summed (the cache field stays empty): what REPS did in
+        one launch, read after it (the launcher clears the maps before the next)."""
+        sums = [0] * 8
+        for key in self.maps["reps_conns"].keys():
+            raw = libbpf.map_lookup(self.maps["reps_conns"].fd, bytes(key),
+                                    ctypes.sizeof(RepsConn), libbpf.BPF_F_LOCK)
+            if raw is None:
+                continue
+            c = RepsConn.from_buffer_copy(raw)
+            for i, v in enumerate((c.sent, c.n_explore, c.n_recycled, c.n_random, c.acks_good,
+                                   c.acks_ece, c.acks_foreign, c.overwritten)):
+                sums[i] += v
+        return RepsState((), *sums)
+
     def clear(self) -> None:
         self.maps["reps_acks"].clear()
         self.maps["reps_conns"].clear()

@@ -24,7 +24,7 @@ from failures import failure_runs, failure_table
 from ideas import Ranks
 from ideas import table as ideas_table
 from p4_switch import COMPILERS, TARGETS, missing_tools
-from report import plot, table
+from report import HEADERS, MTU, plot, table
 
 from collectives.cli import parse_size
 from collectives.launch import LaunchError, policy_program
@@ -33,6 +33,7 @@ from fabricmodel.topology import TopologyError, load
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ("ecmp", "spray", "reps", "ethereal")
+ECN_PACKETS = 32                       # fabricd's default queue-length threshold, in packets
 
 
 def _choices(text: str, known: tuple[str, ...], what: str) -> list[str]:
@@ -82,12 +83,32 @@ def measure(fabricd, topo, ranks: Ranks, policies, runs, seeds) -> list[dict]:
                 cct = max(r["cct_s"] for r in got)
                 click.echo(f"demo: seed {seed} {run['collective']}/{run['algo']:<18} "
                            f"{policy:<8} CCT {cct * 1e3:8.1f} ms  busiest uplink "
-                           f"{imbalance:.2f}x mean")
+                           f"{imbalance:.2f}x mean  CNPs {sum(r['cnps_received'] for r in got)}"
+                           f"{_reps_line(policy)}")
     return rows
+
+
+def _reps_line(policy: str) -> str:
+    """What REPS did in the launch just ended, from its eBPF map (ebpf/reps.py)."""
+    if policy != "reps":
+        return ""
+    t = policy_program("reps").totals()
+    sent = t.n_explore + t.n_recycled + t.n_random
+    return (f"  REPS: {t.n_recycled / max(sent, 1):.0%} recycled, {t.n_random} random, "
+            f"{t.acks_ece} ECN-Echo evictions of {t.acks_good + t.acks_ece} echoes")
 
 
 def _speed(mbps: float) -> str:
     return f"{mbps:g} Mbit/s" if mbps else "unshaped"
+
+
+def _ecn_delay_us(mbps: float) -> int:
+    """The switches mark ECN at the queueing delay of ECN_PACKETS full data packets (the
+    bytes ahead, as a switch counting buffer bytes does), not at a packet count: REPS
+    needs an ACK per data packet, and in a packet count each 64-byte ACK weighs as much as
+    a 1 KiB data packet, so the same data backlog marked twice as early under REPS.
+    0 (unshaped links): fabricd's queue-length threshold."""
+    return round(ECN_PACKETS * (MTU + HEADERS) * 8 / mbps) if mbps else 0
 
 
 def _drain_rto(depth: int, mbps: float) -> float:
@@ -181,7 +202,8 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
     try:
         net.start()
         configure_hosts(net, topo)
-        with Fabricd(topology, logs, compiler=COMPILERS[target]) as fabricd:
+        with Fabricd(topology, logs, compiler=COMPILERS[target],
+                     ecn_delay_us=_ecn_delay_us(link_mbps)) as fabricd:
             state = fabricd.ctl("state")
             click.echo(state.stdout.rstrip())
             if not ping_all(net, topo):

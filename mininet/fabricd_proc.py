@@ -17,10 +17,11 @@ class Fabricd:
     topology (it has then pushed fabric.p4 and the routes to every switch)."""
 
     def __init__(self, topology: Path, log_dir: Path, ecmp_mode: str = "hash",
-                 compiler: str | None = None):
-        """`compiler`: fabricd's `--compiler` for the switches' target (None: p4switch)."""
+                 compiler: str | None = None, ecn_delay_us: int = 0):
+        """`compiler`: fabricd's `--compiler` for the switches' target (None: p4switch);
+        `ecn_delay_us`: fabricd's `--ecn-delay-us` (0: its queue-length threshold)."""
         self.topology, self.log_dir, self.ecmp_mode = topology, log_dir, ecmp_mode
-        self.compiler = compiler
+        self.compiler, self.ecn_delay_us = compiler, ecn_delay_us
         self.proc: subprocess.Popen | None = None
         self.address = ""
 
@@ -34,6 +35,8 @@ class Fabricd:
                "--state", str(self.log_dir / "fabric-state.json"), "--ecmp-mode", self.ecmp_mode]
         if self.compiler:
             cmd += ["--compiler", self.compiler]
+        if self.ecn_delay_us:
+            cmd += ["--ecn-delay-us", str(self.ecn_delay_us)]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
         while not (port_file.exists() and port_file.read_text().strip()):

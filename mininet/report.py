@@ -9,8 +9,8 @@ from pathlib import Path
 from collectives.results import format_table
 
 # RoCE v2 bytes around each packet's payload: Ethernet 14, IPv4 20, UDP 8, BTH 12, ICRC 4
-_HEADERS = 58
-_MTU = 1024                       # the transport's default RoCE payload per packet
+HEADERS = 58
+MTU = 1024                       # the transport's default RoCE payload per packet
 # per rank, the share of its buffer a bandwidth-optimal algorithm must send over its link
 _SENT = {"allreduce": lambda n: 2 * (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
          "allgather": lambda n: (n - 1) / n, "reducescatter": lambda n: (n - 1) / n}
@@ -24,7 +24,7 @@ def link_bound_s(row: dict, link_mbps: float | None) -> float | None:
         return None
     size = {"int32": 4, "float32": 4, "int64": 8, "float64": 8, "float16": 2}.get(row.get("dtype"), 4)
     payload = share(row["ranks"]) * row["elements"] * size
-    return payload * (1 + _HEADERS / _MTU) * 8 / (link_mbps * 1e6)
+    return payload * (1 + HEADERS / MTU) * 8 / (link_mbps * 1e6)
 
 
 def cct_by_run(rows: list[dict]) -> dict[tuple[str, str], list[float]]:

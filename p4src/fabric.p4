@@ -684,16 +684,27 @@ control FabricEgress(inout headers_t hdr, inout metadata_t meta,
         size = NUM_GROUPS;
     }
 
+    /* Mark at a queue length in packets (v1model's enq_qdepth) ... */
     action set_ecn_threshold(bit<19> threshold) {
         meta.ecn_enabled = 1;
-        meta.ecn_threshold = threshold;
+        meta.ecn_threshold = (bit<32>)threshold;
+    }
+
+    /* ... or at a queueing delay in microseconds (deq_timedelta, as TCN marks on sojourn
+     * time): on a port of fixed rate that is the bytes queued ahead, so a 64-byte ACK
+     * weighs what it occupies, not what a full data packet does (packet counts make
+     * per-packet ACKs, which REPS needs, look like congestion). */
+    action set_ecn_delay(bit<32> delay_us) {
+        meta.ecn_enabled = 1;
+        meta.ecn_by_delay = 1;
+        meta.ecn_threshold = delay_us;
     }
 
     table ecn_mark {
         key = {
             standard_metadata.egress_port: exact;
         }
-        actions = { set_ecn_threshold; NoAction; }
+        actions = { set_ecn_threshold; set_ecn_delay; NoAction; }
         default_action = NoAction();
         size = NUM_PORTS;
     }
@@ -724,8 +735,12 @@ control FabricEgress(inout headers_t hdr, inout metadata_t meta,
                 }
             }
             ecn_mark.apply();
+            bit<32> ecn_level = (bit<32>)standard_metadata.enq_qdepth;
+            if (meta.ecn_by_delay == 1) {
+                ecn_level = standard_metadata.deq_timedelta;
+            }
             if (meta.ecn_enabled == 1 && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2)
-                    && standard_metadata.enq_qdepth >= meta.ecn_threshold) {
+                    && ecn_level >= meta.ecn_threshold) {
                 hdr.ipv4.ecn = 3;
             }
             /* The switch rewrote this RoCE packet (NetReduce): recompute its invariant CRC

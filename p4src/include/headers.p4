@@ -176,7 +176,8 @@ struct metadata_t {
     bit<1>  nr_forwarded;     /* the port or group is chosen: skip routing */
     bit<32> nr_icrc_tmp;
     bit<1>  ecn_enabled;
-    bit<19> ecn_threshold;
+    bit<1>  ecn_by_delay;     /* ecn_threshold is a queueing delay (us), not a queue length */
+    bit<32> ecn_threshold;
 }
 
 #endif

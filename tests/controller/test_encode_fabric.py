@@ -155,6 +155,11 @@ def test_ecmp_mode_and_ecn_threshold_are_deployment_knobs(schema):
     leaf1 = encode_fabric.intended_states(intent, schema)["leaf1"]
     assert {e.params["mode"] for e in entries(leaf1, "FabricIngress.ecmp_groups")} == {1}
     assert {e.params["threshold"] for e in entries(leaf1, "FabricEgress.ecn_mark")} == {5}
+    intent.ecn_delay_us = 17_000          # a queueing delay replaces the queue length
+    leaf1 = encode_fabric.intended_states(intent, schema)["leaf1"]
+    marks = entries(leaf1, "FabricEgress.ecn_mark")
+    assert len(marks) == 4 and {e.action for e in marks} == {"FabricEgress.set_ecn_delay"}
+    assert {e.params["delay_us"] for e in marks} == {17_000}
 
 
 def test_a_lossy_group_gets_a_drop_threshold_where_replicas_reach_members(schema):

@@ -61,6 +61,18 @@ def test_dscp_is_kept_when_marking(sw):
         == (46 << 2) | 3
 
 
+def test_delay_threshold_marks_on_sojourn_time_not_queue_length(sw):
+    install_leaf(sw)
+    sw.table_add("FabricEgress.ecn_mark", {"standard_metadata.egress_port": 3},
+                 "FabricEgress.set_ecn_delay", {"delay_us": 5000})
+    data = udp(host_ip(1), host_ip(3), ecn=2)
+    for qdepth, delay_us, marked in ((100_000, 4999, False), (0, 5000, True),
+                                     (1, 70_000, True)):
+        (job,) = sw.ingress(1, data)
+        (out,) = sw.egress(job, enq_qdepth=qdepth, deq_timedelta=delay_us)
+        assert (Ether(out[1])[IP].tos & 3 == 3) == marked, (qdepth, delay_us)
+
+
 def test_port_without_threshold_never_marks(sw):
     install_leaf(sw)
     (job,) = sw.ingress(1, udp(host_ip(1), host_ip(4), ecn=1))
