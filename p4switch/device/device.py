@@ -13,7 +13,7 @@ import traceback
 
 from .log import EventLog
 from .pcap import PortCaptures
-from .ports import PortGone, RawPort
+from .ports import PortGone, RawPort, open_ports
 from .traffic_manager import TrafficManager
 
 
@@ -30,13 +30,7 @@ class Device:
         self.sw = None
         self.on_cpu_packet = None     # set by the P4Runtime service
         self.on_digests = None
-        self.ports: dict[int, RawPort] = {}
-        try:
-            for number, ifname in interfaces.items():
-                self.ports[number] = RawPort(number, ifname)
-        except OSError:
-            self.close()
-            raise
+        self.ports = open_ports(interfaces)
         self.captures = PortCaptures(pcap_dir, interfaces) if pcap_dir else None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []

@@ -10,7 +10,7 @@ import socket
 import sys
 import threading
 
-from .ports import PortGone, RawPort
+from .ports import PortGone, open_ports
 
 
 class NativeQueues:
@@ -74,13 +74,7 @@ class NativeDevice:
         self.sw = None
         self.on_cpu_packet = None
         self.on_digests = None
-        self.ports: dict[int, RawPort] = {}
-        try:
-            for number, ifname in interfaces.items():
-                self.ports[number] = RawPort(number, ifname)
-        except OSError:
-            self.close()
-            raise
+        self.ports = open_ports(interfaces)
         self._punt_rx, self._punt_tx = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._wake_rx, self._wake_tx = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._threads: list[threading.Thread] = []

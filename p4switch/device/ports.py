@@ -138,3 +138,17 @@ def _ones_sum(data: bytes) -> int:
         total = (total & 0xFFFF) + (total >> 16)
     # Summed in host order; the one's complement sum is byte-order independent up to a swap.
     return socket.ntohs(total) if socket.htons(1) != 1 else total
+
+
+def open_ports(interfaces: dict[int, str]) -> dict[int, RawPort]:
+    """A RawPort per number (both device kinds open their ports here); if one interface
+    cannot be opened, the ports opened so far are closed again before the error goes on."""
+    ports: dict[int, RawPort] = {}
+    try:
+        for number, ifname in interfaces.items():
+            ports[number] = RawPort(number, ifname)
+    except OSError:
+        for port in ports.values():
+            port.close()
+        raise
+    return ports

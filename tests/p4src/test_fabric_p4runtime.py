@@ -4,52 +4,19 @@ over P4Runtime (p4runtime-shell), packets forwarded end to end: a host route, EC
 failover through the port-liveness table, a pin and its counter."""
 from __future__ import annotations
 
-import itertools
-import os
 import shutil
 import socket
-import subprocess
 import time
 
+import p4runtime_sh.shell as sh
 import pytest
-from fabric_testlib import FABRIC_P4, host_ip, port_dmac, port_smac, routed, udp
-from targets import compile_for, start_target
+from fabric_testlib import host_ip, port_dmac, port_smac, routed, udp
+from p4rt_fabric import fabric_switch, veth_pairs
 
 from fabricmodel import hashing
 
-sh = pytest.importorskip("p4runtime_sh.shell")
-
 pytestmark = pytest.mark.netns
 ETH_P_ALL = 0x0003
-_names = itertools.count()
-
-
-def _unique(prefix: str) -> str:
-    """A root-namespace interface name unique to this process (at most 15 bytes)."""
-    return f"{prefix}{os.getpid() % 100000:05d}{next(_names):03d}"[:15]
-
-
-def _ip(*args):
-    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
-
-
-@pytest.fixture
-def veths():
-    """Three veth pairs (switch end, wire end) in the root namespace, removed afterwards."""
-    pairs = []
-    try:
-        for _ in range(3):
-            sw_end, wire = _unique("fsw"), _unique("fwi")
-            _ip("link", "add", sw_end, "type", "veth", "peer", "name", wire)
-            pairs.append((sw_end, wire))
-            for dev in (sw_end, wire):
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"],
-                               check=True)
-                _ip("link", "set", dev, "up")
-        yield pairs
-    finally:
-        for sw_end, _ in pairs:
-            subprocess.run(["ip", "link", "del", sw_end], capture_output=True)
 
 
 class Wires:
@@ -95,26 +62,17 @@ def target(request):
 
 
 @pytest.fixture
-def fabric(target, veths, tmp_path):
+def fabric(target, tmp_path):
     """fabric.p4 on `p4switch run` (or simple_switch_grpc), pushed by p4runtime-shell; yields
     the raw wires."""
-    pipeline = sh.FwdPipeConfig(*compile_for(target, str(FABRIC_P4), str(tmp_path)))
-    ports = {port: sw_end for port, (sw_end, _) in enumerate(veths, start=1)}
-    with start_target(target, ports, device_id=1) as switch:
-        sh.setup(device_id=1, grpc_addr=switch.grpc_addr, election_id=(0, 1), config=pipeline,
-                 verbose=False)
-        wires = Wires(veths)
+    with veth_pairs("f") as pairs, \
+            fabric_switch(target, pairs, tmp_path,
+                          {p: (port_smac(p), port_dmac(p)) for p in (2, 3)}):
+        wires = Wires(pairs)
         try:
-            for port in (2, 3):
-                macs = sh.TableEntry("FabricEgress.port_mac")(action="FabricEgress.set_port_macs")
-                macs.match["standard_metadata.egress_port"] = str(port)
-                macs.action["smac"] = port_smac(port)
-                macs.action["dmac"] = port_dmac(port)
-                macs.insert()
             yield wires
         finally:
             wires.close()
-            sh.teardown()
 
 
 def _route(prefix: str, action: str, **params):

@@ -3,56 +3,24 @@ and multicast groups while a stream of packets flows through the switch; every p
 stream arrives, in order (the writes go into native state between two packet batches)."""
 from __future__ import annotations
 
-import itertools
-import os
 import socket
-import subprocess
 import threading
 import time
-from pathlib import Path
 
+import p4runtime_sh.shell as sh
 import pytest
+from p4.v1 import p4runtime_pb2
+from p4rt_fabric import fabric_switch, veth_pairs
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
-from targets import compile_for, start_target
 
 from p4switch.native import available
 
-sh = pytest.importorskip("p4runtime_sh.shell")
-from p4.v1 import p4runtime_pb2  # noqa: E402
-
 pytestmark = [pytest.mark.netns,
               pytest.mark.skipif(not available(), reason="no C compiler (cc) for the native backend")]
-FABRIC = Path(__file__).resolve().parents[2] / "p4src" / "fabric.p4"
 ETH_P_ALL = 0x0003
 COUNT = 3000
 RATE = 1500            # packets/s: well inside what the host's sender and receiver keep up with
-_names = itertools.count()
-
-
-def _unique(prefix):
-    return f"{prefix}{os.getpid() % 100000:05d}{next(_names):03d}"[:15]
-
-
-def _ip(*args):
-    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
-
-
-@pytest.fixture
-def veths():
-    pairs = []
-    try:
-        for _ in range(3):
-            sw_end, wire = _unique("nsw"), _unique("nwi")
-            _ip("link", "add", sw_end, "type", "veth", "peer", "name", wire)
-            pairs.append((sw_end, wire))
-            for dev in (sw_end, wire):
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=True)
-                _ip("link", "set", dev, "up")
-        yield pairs
-    finally:
-        for sw_end, _ in pairs:
-            subprocess.run(["ip", "link", "del", sw_end], capture_output=True)
 
 
 def _frame(seq):
@@ -94,84 +62,74 @@ def _register_read(name, index):
     return None
 
 
-def test_writes_while_traffic_flows_lose_and_reorder_nothing(veths, tmp_path):
-    pipeline = sh.FwdPipeConfig(*compile_for("p4switch", str(FABRIC), str(tmp_path)))
-    ports = {port: sw_end for port, (sw_end, _) in enumerate(veths, start=1)}
-    with start_target("p4switch-native", ports, device_id=1) as switch:
-        sh.setup(device_id=1, grpc_addr=switch.grpc_addr, election_id=(0, 1), config=pipeline,
-                 verbose=False)
-        try:
-            for port in (2, 3):
-                _entry("FabricEgress.port_mac", "FabricEgress.set_port_macs",
-                       {"standard_metadata.egress_port": str(port)},
-                       smac=f"02:01:00:01:00:{port:02x}", dmac=f"02:00:0a:00:01:{port:02x}").insert()
+def test_writes_while_traffic_flows_lose_and_reorder_nothing(tmp_path):
+    macs = {port: (f"02:01:00:01:00:{port:02x}", f"02:00:0a:00:01:{port:02x}") for port in (2, 3)}
+    with veth_pairs("n") as veths, fabric_switch("p4switch-native", veths, tmp_path, macs):
+        _entry("FabricIngress.ipv4_route", "FabricIngress.route_to_port",
+               {"meta.slice_id": "0", "hdr.ipv4.dstAddr": "10.0.1.2/32"}, port=2).insert()
+
+        rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        rx.bind((veths[1][1], 0))
+        rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        rx.settimeout(0.2)
+        tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        tx.bind((veths[0][1], 0))
+        seen, done = [], threading.Event()
+
+        def receive():
+            quiet_since = None
+            while True:
+                try:
+                    frame, addr = rx.recvfrom(4096)
+                except TimeoutError:
+                    if done.is_set():
+                        quiet_since = quiet_since or time.monotonic()
+                        if time.monotonic() - quiet_since > 1.0:
+                            return
+                    continue
+                at = frame.find(b"native-seq")
+                if addr[2] != socket.PACKET_OUTGOING and at >= 0:
+                    seen.append(int.from_bytes(frame[at + 10:at + 14], "big"))
+
+        def send():
+            start = time.monotonic()
+            for seq in range(COUNT):
+                tx.send(_frame(seq))
+                ahead = (seq + 1) / RATE - (time.monotonic() - start)
+                if ahead > 0:
+                    time.sleep(ahead)
+            done.set()
+
+        receiver = threading.Thread(target=receive)
+        sender = threading.Thread(target=send)
+        receiver.start()
+        sender.start()
+        writes = 0
+        while not done.is_set():
+            other = _entry("FabricIngress.ipv4_route", "FabricIngress.route_to_port",
+                           {"meta.slice_id": "0", "hdr.ipv4.dstAddr": f"10.0.9.{writes % 200}/32"},
+                           port=3)
+            other.insert()
             _entry("FabricIngress.ipv4_route", "FabricIngress.route_to_port",
-                   {"meta.slice_id": "0", "hdr.ipv4.dstAddr": "10.0.1.2/32"}, port=2).insert()
-
-            rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            rx.bind((veths[1][1], 0))
-            rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-            rx.settimeout(0.2)
-            tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-            tx.bind((veths[0][1], 0))
-            seen, done = [], threading.Event()
-
-            def receive():
-                quiet_since = None
-                while True:
-                    try:
-                        frame, addr = rx.recvfrom(4096)
-                    except TimeoutError:
-                        if done.is_set():
-                            quiet_since = quiet_since or time.monotonic()
-                            if time.monotonic() - quiet_since > 1.0:
-                                return
-                        continue
-                    at = frame.find(b"native-seq")
-                    if addr[2] != socket.PACKET_OUTGOING and at >= 0:
-                        seen.append(int.from_bytes(frame[at + 10:at + 14], "big"))
-
-            def send():
-                start = time.monotonic()
-                for seq in range(COUNT):
-                    tx.send(_frame(seq))
-                    ahead = (seq + 1) / RATE - (time.monotonic() - start)
-                    if ahead > 0:
-                        time.sleep(ahead)
-                done.set()
-
-            receiver = threading.Thread(target=receive)
-            sender = threading.Thread(target=send)
-            receiver.start()
-            sender.start()
-            writes = 0
-            while not done.is_set():
-                other = _entry("FabricIngress.ipv4_route", "FabricIngress.route_to_port",
-                               {"meta.slice_id": "0", "hdr.ipv4.dstAddr": f"10.0.9.{writes % 200}/32"},
-                               port=3)
-                other.insert()
-                _entry("FabricIngress.ipv4_route", "FabricIngress.route_to_port",
-                       {"meta.slice_id": "0", "hdr.ipv4.dstAddr": "10.0.1.2/32"}, port=2).modify()
-                other.delete()
-                counter = sh.CounterEntry("FabricIngress.port_drops")
-                counter.index = 5
-                counter.packet_count, counter.byte_count = writes, 0
-                counter.modify()
-                _register_write("FabricIngress.spray_rr", 3, writes & 0xFFFF, 2)
-                group = sh.MulticastGroupEntry(100 + writes % 50).add(3, 1)
-                group.insert()
-                group.delete()
-                writes += 1
-            sender.join()
-            receiver.join()
-            rx.close()
-            tx.close()
-            assert writes >= 10, "the writes did not overlap the traffic"
-            assert seen == list(range(COUNT)), (len(seen), [s for s in range(COUNT) if s not in set(seen)][:10])
-            assert _register_read("FabricIngress.spray_rr", 3) == (writes - 1) & 0xFFFF
+                   {"meta.slice_id": "0", "hdr.ipv4.dstAddr": "10.0.1.2/32"}, port=2).modify()
+            other.delete()
             counter = sh.CounterEntry("FabricIngress.port_drops")
             counter.index = 5
-            (read,) = list(counter.read())
-            assert read.packet_count == writes - 1
-        finally:
-            sh.teardown()
+            counter.packet_count, counter.byte_count = writes, 0
+            counter.modify()
+            _register_write("FabricIngress.spray_rr", 3, writes & 0xFFFF, 2)
+            group = sh.MulticastGroupEntry(100 + writes % 50).add(3, 1)
+            group.insert()
+            group.delete()
+            writes += 1
+        sender.join()
+        receiver.join()
+        rx.close()
+        tx.close()
+        assert writes >= 10, "the writes did not overlap the traffic"
+        assert seen == list(range(COUNT)), (len(seen), [s for s in range(COUNT) if s not in set(seen)][:10])
+        assert _register_read("FabricIngress.spray_rr", 3) == (writes - 1) & 0xFFFF
+        counter = sh.CounterEntry("FabricIngress.port_drops")
+        counter.index = 5
+        (read,) = list(counter.read())
+        assert read.packet_count == writes - 1
