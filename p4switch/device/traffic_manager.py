@@ -12,6 +12,11 @@ DEFAULT_DEPTH = 64      # simple_switch's default queue depth
 _UNITS = {"pps": ("pps", 1), "bps": ("bps", 1), "kbps": ("bps", 1e3), "mbps": ("bps", 1e6),
           "gbps": ("bps", 1e9)}
 
+# A paced queue's schedule keeps up to this much link time lost to late wake-ups (sending those
+# packets back to back), so a busy machine still paces at the rate given; a schedule further
+# behind (an idle queue) restarts from now. The same rule as p4switch/native/device.c.
+PACE_CATCH_UP = 0.002
+
 
 def parse_rate(text: str) -> tuple[float, str]:
     """'1000' or '1000pps' -> (1000, 'pps'); '10mbps' -> (1e7, 'bps'). ValueError if bad."""
@@ -142,7 +147,8 @@ class TrafficManager:
                     q.in_flight += 1
                     if q.rate:
                         cost = 1.0 if q.unit == "pps" else 8.0 * _length(job)
-                        q.next_departure = max(q.next_departure, now) + cost / q.rate
+                        behind = q.next_departure > now - PACE_CATCH_UP
+                        q.next_departure = (q.next_departure if behind else now) + cost / q.rate
                     self._rr.append(self._rr.pop(i))      # served ports go to the back
                     return Dequeued(job, port, gen, enq_ts, enq_depth, now_ns // 1000 - enq_ts,
                                     len(q.items))

@@ -7,6 +7,7 @@
  * the CPU port and the news that digests are waiting go to Python over a datagram socket. */
 #include <poll.h>
 #include <errno.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <linux/if_packet.h>
 #include <unistd.h>
@@ -14,6 +15,13 @@
 #define BATCH 64
 #define MAXFRAME 9216
 #define NPORTS 512
+/* A paced queue's schedule keeps up to this much of the link's time that the egress thread
+ * lost by waking late (timer slack, a busy CPU), sending those packets back to back: otherwise
+ * every late wake-up is lost for good and a busy machine paces below the rate it was given
+ * (measured on 2 cores at load 5: 1 KiB packets offered at 1.5x the rate left ports paced at
+ * 16 / 64 / 256 Mbit/s at 0.87 / 0.66 / 0.35 of it, and at 0.99 / 1.00 / 0.97 with the
+ * catch-up). A schedule further behind than this (an idle queue) restarts from now. */
+#define PACE_CATCH_UP 0.002
 #ifndef PACKET_AUXDATA
 #define PACKET_AUXDATA 8
 #endif
@@ -287,6 +295,7 @@ int dev_ingress_loop(int nports, const int *fds, const uint32_t *numbers, int wa
 
 void dev_egress_loop(void) {
     uint32_t rr = 0;
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);      /* wake at the departure time, not 50 us on */
     pthread_mutex_lock(&TM_LOCK);
     while (!STOPPING) {
         double now = mono(), wait = 0.5;
@@ -316,7 +325,8 @@ void dev_egress_loop(void) {
         q->in_flight++;
         if (q->rate) {
             double cost = q->bps ? 8.0 * (it.S->plen ? it.S->plen : 64) : 1.0;
-            q->next_departure = (q->next_departure > now ? q->next_departure : now) + cost / q->rate;
+            double from = q->next_departure > now - PACE_CATCH_UP ? q->next_departure : now;
+            q->next_departure = from + cost / q->rate;
         }
         rr = (uint32_t)found + 1;
         uint32_t left = q->n;
