@@ -20,7 +20,6 @@ RBCAST = 0xC1                 # collectives.layers.ReliableBroadcast (multicast 
 AETH_ACK = 0x1F
 AETH_NAK_PSN = 0x60
 
-ECHO_ECE = 0x01               # EntropyEcho.flags: the acknowledged packet arrived CE-marked
 
 AGG_VALUES = 32               # int32 values per aggregation packet (K)
 AGG_FLAG_RESULT = 0x01        # set by the switch on the aggregated result

@@ -751,16 +751,10 @@ control FabricEgress(inout headers_t hdr, inout metadata_t meta,
                      { 64w0xFFFFFFFFFFFFFFFF, ICRC_IP_UDP_BTH,
                        hdr.reth.va, hdr.reth.rkey, hdr.reth.dmaLen NR_FOR_EACH(NR_LIST) },
                      (bit<64>)0x100000000);
-            } else if (meta.nr_icrc == 1 && hdr.aeth.isValid() && !hdr.echo.isValid()) {
-                hash(meta.nr_icrc_tmp, HashAlgorithm.crc32, (bit<32>)0,
-                     { 64w0xFFFFFFFFFFFFFFFF, ICRC_IP_UDP_BTH,
-                       hdr.aeth.syndrome, hdr.aeth.msn },
-                     (bit<64>)0x100000000);
             } else if (meta.nr_icrc == 1 && hdr.aeth.isValid()) {
                 hash(meta.nr_icrc_tmp, HashAlgorithm.crc32, (bit<32>)0,
                      { 64w0xFFFFFFFFFFFFFFFF, ICRC_IP_UDP_BTH,
-                       hdr.aeth.syndrome, hdr.aeth.msn,
-                       hdr.echo.entropy, hdr.echo.flags, hdr.echo.reserved },
+                       hdr.aeth.syndrome, hdr.aeth.msn },
                      (bit<64>)0x100000000);
             }
             if (meta.nr_icrc == 1) {

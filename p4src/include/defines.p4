@@ -22,9 +22,8 @@ const bit<16> ROCEV2_PORT = 4791;
 const bit<8> BTH_OPCODE_SWITCHML = 0xC0;
 
 /* RC opcodes and the exact IPv4 lengths of NetReduce packets: 1 KiB of values, with a RETH
- * on a first (or only) packet; an ACK with the transport's EntropyEcho. The parser looks
- * deeper only at these lengths, so other RoCE traffic is never parsed as values; an ACK
- * is parsed with or without the transport's EntropyEcho. */
+ * on a first (or only) packet; a standard ACK (BTH, AETH, ICRC). The parser looks deeper
+ * only at these lengths, so other RoCE traffic is never parsed as values. */
 const bit<8> BTH_WRITE_FIRST = 0x06;
 const bit<8> BTH_WRITE_MIDDLE = 0x07;
 const bit<8> BTH_WRITE_LAST = 0x08;
@@ -33,7 +32,6 @@ const bit<8> BTH_ACK = 0x11;
 const bit<16> NR_LEN_RETH = 1084;    /* 20 IP + 8 UDP + 12 BTH + 16 RETH + 1024 + 4 ICRC */
 const bit<16> NR_LEN_PLAIN = 1068;
 const bit<16> NR_LEN_ACK = 48;       /* 20 + 8 + 12 BTH + 4 AETH + 4 ICRC */
-const bit<16> NR_LEN_ACK_ECHO = 52;  /* with the transport's 4-byte EntropyEcho after the AETH */
 const bit<8> NR_PKT_SHIFT = 10;      /* 1 KiB per packet: RETH va >> 10 = packet number */
 const bit<32> NR_PKT_BYTES = 1024;
 const bit<8> NR_MSG_SHIFT = 2;       /* 4 packets (4 KiB) per message = one credit */

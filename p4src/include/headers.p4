@@ -93,16 +93,10 @@ header reth_t {
     bit<32> dmaLen;
 }
 
-/* ACK Extended Transport Header and the transport's EntropyEcho (collectives.layers). */
+/* ACK Extended Transport Header. */
 header aeth_t {
     bit<8>  syndrome;
     bit<24> msn;
-}
-
-header entropy_echo_t {
-    bit<16> entropy;
-    bit<8>  flags;
-    bit<8>  reserved;
 }
 
 /* NetReduce: the payload of one RDMA WRITE packet, 256 int32 (two's complement, big-endian). */
@@ -124,7 +118,6 @@ struct headers_t {
     switchml_t sml;
     reth_t     reth;
     aeth_t     aeth;
-    entropy_echo_t echo;
     nr_values_t nr;
     icrc_t     icrc;
 }

@@ -53,7 +53,6 @@ parser FabricParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
             (BTH_WRITE_MIDDLE, NR_LEN_PLAIN): parse_nr;
             (BTH_WRITE_LAST, NR_LEN_PLAIN): parse_nr;
             (BTH_ACK, NR_LEN_ACK): parse_aeth;
-            (BTH_ACK, NR_LEN_ACK_ECHO): parse_aeth_echo;
             default: accept;
         }
     }
@@ -75,13 +74,6 @@ parser FabricParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
         transition accept;
     }
 
-    state parse_aeth_echo {
-        packet.extract(hdr.aeth);
-        packet.extract(hdr.echo);
-        packet.extract(hdr.icrc);
-        transition accept;
-    }
-
     state parse_switchml {
         packet.extract(hdr.sml);
         transition accept;
@@ -98,7 +90,6 @@ control FabricDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.sml);
         packet.emit(hdr.reth);
         packet.emit(hdr.aeth);
-        packet.emit(hdr.echo);
         packet.emit(hdr.nr);
         packet.emit(hdr.icrc);
     }

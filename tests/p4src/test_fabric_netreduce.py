@@ -108,11 +108,9 @@ class Fabric:
             roce = wire.bth(rocev2.WRITE_LAST if last else rocev2.WRITE_MIDDLE, data_qpn, psn) + payload
         return self.from_host(w, roce)
 
-    def ack(self, w, g, syndrome=rocev2.AETH_ACK, echo=True):
+    def ack(self, w, g, syndrome=rocev2.AETH_ACK):
         _, ack_qpn = rocev2.nr_aggregator_qpns(self.rank(w), JOB)
-        # a standard ACK, or one with 4 more bytes after the AETH (an entropy echo)
-        roce = wire.bth(rocev2.ACKNOWLEDGE, ack_qpn, g) + wire.aeth(syndrome, 1) + \
-            (b"\xc0\x05\x00\x00" if echo else b"")
+        roce = wire.bth(rocev2.ACKNOWLEDGE, ack_qpn, g) + wire.aeth(syndrome, 1)
         return self.from_host(w, bytes(roce))
 
 
@@ -209,9 +207,8 @@ def test_ack_of_results_becomes_the_ack_of_contributions(fabric_config):
     fab = Fabric(fabric_config, ["h1", "h2"])
     fab.contribution("h1", 0, [1] * nr.VALUES)
     _, reply_ack_qpn = rocev2.nr_worker_qpns(2, JOB)
-    for syndrome, echo in ((rocev2.AETH_ACK, True), (rocev2.AETH_NAK_PSN, True),
-                           (rocev2.AETH_ACK, False)):      # a plain RoCE ACK works too
-        ((port, frame),) = fab.ack("h1", 3, syndrome, echo)
+    for syndrome in (rocev2.AETH_ACK, rocev2.AETH_NAK_PSN):
+        ((port, frame),) = fab.ack("h1", 3, syndrome)
         ip = Ether(frame)[IP]
         raw = bytes(ip)
         op, _, dqpn, psn, _, _ = wire.parse_bth(raw[28:])
