@@ -247,7 +247,10 @@ class SendQP:
                 if last.sends == 1:
                     sample = now - last.sent_at
                     self.srtt = sample if not self.srtt else 0.875 * self.srtt + 0.125 * sample
-                    self.rto = min(max(self.ep.cfg.min_rto, 4 * self.srtt), self.ep.cfg.max_rto)
+                    # min_rto is a floor even above max_rto: a caller sizes it from the
+                    # slowest path (a full queue's drain time), and capping it below that
+                    # fires on every round trip and resends whole windows
+                    self.rto = max(self.ep.cfg.min_rto, min(4 * self.srtt, self.ep.cfg.max_rto))
                 for _ in range(n):
                     p = self.inflight.popleft()
                     self.sr_retx.pop(p.psn, None)

@@ -23,6 +23,8 @@ class BMv2Process:
         self.cpu_port, self.timeout = cpu_port, timeout
         self.proc: subprocess.Popen | None = None
         self.grpc_addr = f"127.0.0.1:{_free_port()}"
+        # its runtime CLI's Thrift server would take 9090 in every instance: each its own
+        self.thrift_port = _free_port()
         self.output: list[str] = []
 
     @staticmethod
@@ -35,7 +37,8 @@ class BMv2Process:
         return p4info, json_out
 
     def __enter__(self) -> BMv2Process:
-        cmd = ["simple_switch_grpc", "--no-p4", "--device-id", str(self.device_id)]
+        cmd = ["simple_switch_grpc", "--no-p4", "--device-id", str(self.device_id),
+               "--thrift-port", str(self.thrift_port)]
         for number, ifname in sorted(self.interfaces.items()):
             cmd += ["-i", f"{number}@{ifname}"]
         cmd += ["--", "--grpc-server-addr", self.grpc_addr]

@@ -172,6 +172,21 @@ def test_a_cnp_paces_the_queue_pair():
     assert qp.pump(1.0, 100) > 1                   # a second later the bucket is full again
 
 
+def test_min_rto_is_a_floor_even_above_max_rto():
+    """The demo derives min_rto from a full queue's drain time (2.25 s at 2 Mbit/s), above
+    the default max_rto: an RTT sample must not lower the timeout under it (on BMv2 that
+    cap fired on every NetReduce round trip and ended in PeerUnreachable)."""
+    ep, qp, _ = _sender("gbn", min_rto=2.0, max_rto=0.4)
+    qp.pump(0.0, 100)
+    ep.take()
+    qp.on_ack(0xFFFFFE, rocev2.AETH_ACK, 0.5)      # one packet acknowledged after 0.5 s
+    assert qp.rto == 2.0
+    qp.on_timer(1.9)
+    assert ep.stats.timeouts == 0                  # the 0.4 s cap would have fired
+    qp.on_timer(2.1)
+    assert ep.stats.timeouts == 1
+
+
 def test_the_retry_limit_raises_peer_unreachable():
     ep, qp, _ = _sender("gbn", retry_limit=2, min_rto=0.001, max_rto=0.001)
     now = 0.0
