@@ -22,7 +22,9 @@ TARGETS = ("p4switch", "bmv2")
 # p4switch compile).
 COMPILERS = {"p4switch": None,
              "bmv2": "p4c-bm2-ss --p4runtime-files {p4info} -o {config} {program}"}
-# BMv2's Thrift server (its runtime CLI) would take 9090 on every switch: each gets its own.
+# BMv2's Thrift server (its runtime CLI) would take 9090 on every switch, and its notification
+# socket is named by device id (/tmp/bmv2-<id>-notifications.ipc, which another fabric or a
+# test may use at the same time): each switch gets its own, from its P4Runtime port.
 THRIFT_PORT_OFFSET = 10000
 
 
@@ -60,6 +62,8 @@ class P4RuntimeSwitch(Switch):
             # BMv2's own options first; the gRPC server's after "--".
             return ["simple_switch_grpc", "--no-p4", "--device-id", str(self.device_id),
                     "--thrift-port", str(self.grpc_port + THRIFT_PORT_OFFSET),
+                    "--notifications-addr",
+                    f"ipc:///tmp/bmv2-{self.grpc_port}-notifications.ipc",
                     *self._port_args(), "--", "--grpc-server-addr",
                     f"127.0.0.1:{self.grpc_port}", "--cpu-port", str(CPU_PORT)]
         cmd = [sys.executable, "-m", "p4switch.cli", "run", "--no-p4", *self._port_args()]

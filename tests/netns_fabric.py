@@ -11,8 +11,12 @@ from pathlib import Path
 
 from fabricmodel.topology import load
 from p4switch.device.process import SwitchProcess
+from tests.targets import BMv2Process
 
-REPO = Path(__file__).resolve().parents[2]
+# fabricd's --compiler for BMv2 (p4switch: fabricd's default)
+BMV2_COMPILER = "p4c-bm2-ss --p4runtime-files {p4info} -o {config} {program}"
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def sh(ns: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -79,9 +83,11 @@ def quiet(ns: str) -> None:
         sh(ns, "sysctl", "-qw", knob, check=False)
 
 
-def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | None = None):
-    """Yields the Fabric; stops fabricd and every switch afterwards. queue_depth: the
-    switches' egress queues in packets (p4switch's default if None)."""
+def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | None = None,
+          target: str = "p4switch"):
+    """Yields the Fabric of `target` switches ("p4switch" or "bmv2"); stops fabricd and every
+    switch afterwards. queue_depth: p4switch's egress queues in packets (its default if
+    None)."""
     path = tmp_path / "topology.yaml"
     path.write_text(topology_yaml)
     topo = load(path)
@@ -104,26 +110,34 @@ def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | 
                         ["neigh", "add", leaf.gateway_ip, "lladdr", h.gateway_mac, "dev",
                          "eth0"]):
                 subprocess.run(["ip", "-n", ns, *cmd], check=True, capture_output=True)
+            if target == "bmv2":    # BMv2 forwards a veth's unfilled (offloaded) checksums
+                sh(ns, "ethtool", "-K", "eth0", "tx", "off")
         else:
             netns_factory.veth(fab, fab, name_a=lk.a_intf, name_b=lk.b_intf)
     procs, addresses = [], {}
     daemon = None
     try:
         for sw in topo.switches.values():
-            ifaces = [a for port, lk in sorted(topo.ports(sw.name).items())
-                      for a in ("-i", f"{port}@{lk.a_intf if lk.a == sw.name else lk.b_intf}")]
-            depth = ["--queue-depth", str(queue_depth)] if queue_depth else []
-            proc = SwitchProcess(["--no-p4", "--device-id", str(sw.device_id), *depth,
-                                  *ifaces], netns=fab).__enter__()
+            ports = {port: lk.a_intf if lk.a == sw.name else lk.b_intf
+                     for port, lk in sorted(topo.ports(sw.name).items())}
+            if target == "bmv2":
+                proc = BMv2Process(ports, sw.device_id, netns=fab).__enter__()
+            else:
+                ifaces = [a for port, name in ports.items() for a in ("-i", f"{port}@{name}")]
+                depth = ["--queue-depth", str(queue_depth)] if queue_depth else []
+                proc = SwitchProcess(["--no-p4", "--device-id", str(sw.device_id), *depth,
+                                      *ifaces], netns=fab).__enter__()
             procs.append(proc)
             addresses[sw.name] = proc.grpc_addr
         port_file = tmp_path / "port"
         args = [sys.executable, "-m", "controller.fabricd", "--topology", str(path),
                 "--listen", "127.0.0.1:0", "--port-file", str(port_file)]
+        if target == "bmv2":
+            args += ["--compiler", BMV2_COMPILER]
         args += [a for name, addr in addresses.items() for a in ("--switch", f"{name}={addr}")]
         log = (tmp_path / "fabricd.log").open("w")
         daemon = subprocess.Popen(["ip", "netns", "exec", fab, *args], cwd=REPO, stderr=log)
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 180    # p4c-bm2-ss at -O0 on a busy machine
         while not port_file.exists() or not port_file.read_text().strip():
             assert daemon.poll() is None, (tmp_path / "fabricd.log").read_text()
             assert time.monotonic() < deadline, "fabricd did not start"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pathlib
 import socket
 import subprocess
+import sys
 import threading
+import time
 
 from google.protobuf import text_format
 
@@ -18,12 +20,13 @@ class BMv2Process:
     of the options (for tests that run on both targets). `p4c-bm2-ss` makes the config."""
 
     def __init__(self, interfaces: dict[int, str], device_id: int, cpu_port: int | None = None,
-                 timeout: float = 30.0):
+                 timeout: float = 30.0, netns: str | None = None):
         self.interfaces, self.device_id = interfaces, device_id
-        self.cpu_port, self.timeout = cpu_port, timeout
+        self.cpu_port, self.timeout, self.netns = cpu_port, timeout, netns
         self.proc: subprocess.Popen | None = None
         self.grpc_addr = f"127.0.0.1:{_free_port()}"
-        # its runtime CLI's Thrift server would take 9090 in every instance: each its own
+        # its runtime CLI's Thrift server would take 9090 in every instance, its notification
+        # socket /tmp/bmv2-<device id>-...: each gets its own (tests run several at once)
         self.thrift_port = _free_port()
         self.output: list[str] = []
 
@@ -38,16 +41,22 @@ class BMv2Process:
 
     def __enter__(self) -> BMv2Process:
         cmd = ["simple_switch_grpc", "--no-p4", "--device-id", str(self.device_id),
-               "--thrift-port", str(self.thrift_port)]
+               "--thrift-port", str(self.thrift_port),
+               "--notifications-addr", f"ipc:///tmp/bmv2-t{self.thrift_port}-notifications.ipc"]
         for number, ifname in sorted(self.interfaces.items()):
             cmd += ["-i", f"{number}@{ifname}"]
         cmd += ["--", "--grpc-server-addr", self.grpc_addr]
         if self.cpu_port is not None:
             cmd += ["--cpu-port", str(self.cpu_port)]
+        if self.netns:
+            cmd = ["ip", "netns", "exec", self.netns, *cmd]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, bufsize=1)
         threading.Thread(target=lambda: self.output.extend(self.proc.stdout),
                          daemon=True).start()
+        if self.netns:
+            self._wait_in_netns()
+            return self
         import grpc
         channel = grpc.insecure_channel(self.grpc_addr)
         try:
@@ -59,6 +68,20 @@ class BMv2Process:
         finally:
             channel.close()
         return self
+
+    def _wait_in_netns(self) -> None:
+        """The gRPC port is only reachable from inside the namespace: poll it from there."""
+        host, port = self.grpc_addr.rsplit(":", 1)
+        probe = (f"import socket, sys; s = socket.socket(); s.settimeout(1); "
+                 f"sys.exit(s.connect_ex(({host!r}, {port})))")
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            if subprocess.run(["ip", "netns", "exec", self.netns, sys.executable, "-c", probe],
+                              capture_output=True).returncode == 0:
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("simple_switch_grpc did not start:\n" + "".join(self.output))
 
     def stop(self, timeout: float = 10.0) -> int:
         return stop_process(self.proc, timeout)
