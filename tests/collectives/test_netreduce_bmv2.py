@@ -1,10 +1,10 @@
-"""NetReduce on BMv2: the same fabric as test_netreduce_fabric (tests/netns_fabric.py: 2 leaves, 1 spine, 4 hosts
-per leaf, configured only by fabricd) with `simple_switch_grpc` switches running fabric.p4
-as p4c-bm2-ss compiles it. The transport is the demo's part two: reorder-tolerant, 16
-packets in flight, and a minimum RTO (2 s) above the default maximum (0.4 s), as the demo
-derives it from a full queue's drain time; an unoptimised BMv2 answers a NetReduce
-contribution only once the whole tree has aggregated it, later than 0.4 s, so a transport
-that capped the RTO at max_rto resent whole windows until PeerUnreachable."""
+"""NetReduce on BMv2: the fabric of test_netreduce_fabric (tests/netns_fabric.py: 2 leaves,
+1 spine, 4 hosts per leaf, configured only by fabricd) with `simple_switch_grpc` switches
+running fabric.p4 as p4c-bm2-ss compiles it. The transport is the demo's part two:
+reorder-tolerant, 16 packets in flight, and a minimum RTO (2 s) above the default maximum
+(0.4 s), as the demo derives it from a full queue's drain time. An unoptimised BMv2 answers a
+NetReduce contribution only once the whole tree has aggregated it, later than 0.4 s, so a
+transport that capped the RTO at max_rto resent whole windows until PeerUnreachable."""
 from __future__ import annotations
 
 import numpy as np
