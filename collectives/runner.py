@@ -124,6 +124,7 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
         time.sleep(max(0.0, run["start_at"] - time.time()))
     before = comm.stats.as_dict()
     repicks = comm.policy.repicks
+    started = time.time()
     t0, c0 = time.perf_counter(), time.process_time()
     got = fn(comm, inputs[comm.rank], **kwargs)
     cct, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -134,7 +135,7 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
     return {"run": i, "collective": run["collective"], "algo": run["algo"],
             "dtype": run["dtype"], "elements": run["elements"], "ranks": comm.size,
             "rank": comm.rank, "policy": spec.get("policy", "ecmp"),
-            "reliability": comm.ep.cfg.reliability, "cct_s": cct, "cpu_s": cpu,
+            "reliability": comm.ep.cfg.reliability, "started_at": started, "cct_s": cct, "cpu_s": cpu,
             "ok": matches(got, expected(run["collective"], inputs, comm.rank)),
             "bytes_injected": delta["bytes_injected"], "packets_sent": delta["packets_sent"],
             "packets_retransmitted": delta["retransmitted"],

@@ -3,6 +3,8 @@ through fabricctl next to its baselines, and the ideas table. Multicast Allgathe
 are in idea_mcast.py and idea_vclos.py."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import click
 
 from collectives.launch import launch
@@ -18,9 +20,11 @@ class Ranks:
         self.ip = {h.name: h.ip for h in self.hosts}
         self.transport = transport
 
-    def launch(self, names: list[str], run: dict, **kwargs) -> list[dict]:
-        """One run on the ranks `names` (rank order); kwargs go to collectives.launch."""
-        return launch([self.ip[n] for n in names], [run], namespaces=[self.ns[n] for n in names],
+    def launch(self, names: list[str], run: dict | list[dict], **kwargs) -> list[dict]:
+        """One run, or several in one launch, on the ranks `names` (rank order); kwargs go to
+        collectives.launch."""
+        runs = [run] if isinstance(run, dict) else run
+        return launch([self.ip[n] for n in names], runs, namespaces=[self.ns[n] for n in names],
                       transport=self.transport, timeout=600, step_timeout=120, **kwargs)
 
     def run(self, names: list[str], collective: str, algo: str, elements: int,
@@ -46,14 +50,34 @@ def fabric_link_bytes(fabricd, topo) -> dict[str, int]:
             for lk in topo.links if lk.a not in topo.hosts}
 
 
-def netreduce(fabricd, ranks: Ranks, elements: int, slots: int = 128, link_bytes=None):
+@dataclass
+class FabricRun:
+    """One NetReduce-part run's bytes on the fabric (switch-to-switch) links."""
+    what: str
+    ranks: int
+    link_bytes: dict[str, int]          # link name -> bytes, both directions
+
+    @property
+    def total(self) -> int:
+        return sum(self.link_bytes.values())
+
+
+def bound(n: int) -> float:
+    """NetReduce's fabric bytes over ring all-reduce's at N workers, 2 per leaf: each leaf
+    sends its partial sum up once and gets the result down once (2 vectors per leaf), where
+    ring's N/2 cross-leaf hops each carry 2(N-1)/N of a vector over 2 links."""
+    return n / (2 * (n - 1))
+
+
+def netreduce(fabricd, ranks: Ranks, elements: int, slots: int = 128, link_bytes=None,
+              full: bool = True):
     """Ring all-reduce, the SwitchML baseline, and NetReduce on one leaf and across the
-    leaves (each leaf, then a spine), set up through fabricctl. Returns the idea rows and,
-    with `link_bytes` (a callable: link name -> bytes so far), one row per run of the bytes
-    it put on every fabric link: [run, total MB, MB per link in sorted link order]."""
+    leaves (each leaf, then a spine), set up through fabricctl; full=False: only ring and
+    NetReduce across the leaves. Returns the idea rows and, with `link_bytes` (a callable:
+    link name -> bytes so far), a FabricRun per run (the ring baseline first)."""
     names = [h.name for h in ranks.hosts]
     first_leaf = [h.name for h in ranks.hosts if h.leaf == ranks.hosts[0].leaf]
-    rows, links = [], []
+    rows, runs = [], []
 
     def measured(what: str, run) -> None:
         before = link_bytes() if link_bytes else {}
@@ -61,12 +85,34 @@ def netreduce(fabricd, ranks: Ranks, elements: int, slots: int = 128, link_bytes
         rows.append(summary("NetReduce", what, got))
         if link_bytes:
             after = link_bytes()
-            per_link = [after[k] - before[k] for k in sorted(after)]
-            links.append([what, f"{sum(per_link) / 1e6:.3f}"]
-                         + [f"{b / 1e6:.3f}" for b in per_link])
+            run = FabricRun(what, len(got), {k: after[k] - before[k] for k in after})
+            runs.append(run)
+            ring = runs[0]
+            click.echo(f"demo: {what}: {run.total / 1e6:.3f} MB on the fabric links" + (
+                f", {run.total / ring.total:.3f}x ring's" if run is not ring and ring.total
+                and run.ranks == ring.ranks else ""))
 
     measured("allreduce ring (baseline)",
              lambda: ranks.run(names, "allreduce", "ring", elements))
+    if full:
+        switchml(fabricd, ranks, elements, slots, measured)
+    for name, workers in (("demo-nr1", first_leaf), ("demo-nr2", names))[0 if full else 1:]:
+        job = fabricd.ctl_json("job", "create", name, *workers)
+        tree = " > ".join(job["switches"])
+        click.echo(f"demo: fabricctl job create {name} {' '.join(workers)} -> tree {tree}")
+        try:
+            measured(f"allreduce netreduce ({tree})",
+                     lambda job=job, workers=workers: ranks.run(
+                         workers, "allreduce", "netreduce", elements,
+                         {"aggregator": job["addresses"], "job_id": job["job_id"]}))
+        finally:
+            fabricd.ctl("job", "delete", name)
+    return rows, runs
+
+
+def switchml(fabricd, ranks: Ranks, elements: int, slots: int, measured) -> None:
+    """The SwitchML baseline on every rank, its job set up through fabricctl."""
+    names = [h.name for h in ranks.hosts]
     job = fabricd.ctl_json("job", "create", "demo-sml", *names, "--kind", "switchml",
                            "--slots", str(slots))
     click.echo(f"demo: fabricctl job create demo-sml --kind switchml ... -> {job['leaf']} "
@@ -80,24 +126,23 @@ def netreduce(fabricd, ranks: Ranks, elements: int, slots: int = 128, link_bytes
                                     "rto": ranks.transport["min_rto"]}))
     finally:
         fabricd.ctl("job", "delete", "demo-sml")
-    for name, workers in (("demo-nr1", first_leaf), ("demo-nr2", names)):
-        job = fabricd.ctl_json("job", "create", name, *workers)
-        tree = " > ".join(job["switches"])
-        click.echo(f"demo: fabricctl job create {name} {' '.join(workers)} -> tree {tree}")
-        try:
-            measured(f"allreduce netreduce ({tree})",
-                     lambda job=job, workers=workers: ranks.run(
-                         workers, "allreduce", "netreduce", elements,
-                         {"aggregator": job["addresses"], "job_id": job["job_id"]}))
-        finally:
-            fabricd.ctl("job", "delete", name)
-    return rows, links
 
 
-def link_table(topo, lines: list[list[str]]) -> str:
-    """NetReduce's runs: MB on the fabric links (switch counters, both directions)."""
+def link_table(topo, runs: list[FabricRun]) -> str:
+    """MB on the fabric links (switch counters, both directions) per run, against ring's
+    (the first run) where both ran on the same ranks, with NetReduce's bound beside it."""
     names = sorted(lk.name for lk in topo.links if lk.a not in topo.hosts)
-    return format_table(["NetReduce run", "MB on fabric links"] + names, lines)
+    ring = runs[0]
+    lines = []
+    for r in runs:
+        same = r.ranks == ring.ranks and ring.total
+        nr = "netreduce" in r.what
+        lines.append([r.what, str(r.ranks), f"{r.total / 1e6:.3f}",
+                      f"{r.total / ring.total:.3f}x" if same else "-",
+                      f"{bound(r.ranks):.3f}" if nr and same else "-"]
+                     + [f"{r.link_bytes.get(k, 0) / 1e6:.3f}" for k in names])
+    return format_table(["NetReduce run", "ranks", "MB on fabric links", "vs ring",
+                         "bound N/(2(N-1))"] + names, lines)
 
 
 def table(lines: list[list[str]]) -> str:

@@ -1,7 +1,13 @@
 """The demo's second part runs on its own, larger fabric (default
 controller/topologies/leafspine-4x4-h2.yaml: 4 leaves, 4 spines, 8 hosts), so that jobs span
 racks and their traffic crosses spines. This module builds and tears down that fabric and
-reads the bytes on every leaf-spine link from the switches' counters."""
+reads the bytes on every leaf-spine link from the switches' counters.
+
+The hosts' NICs send at the link rate too (`pace_nics`): with only the switches paced, a
+host hands a whole window to its leaf at once, the window waits in the leaf's port, and every
+ACK that crosses that port waits behind it. With 64 KiB per rank a window is a whole ring
+step, so such a wait doubled a step at random (steps of 70 or 140 ms, CCTs 1.6x apart) and
+hid what the vClos experiment measures."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -57,6 +63,18 @@ class Fabric:
         return result, {k: after[k] - before[k] for k in after}
 
 
+def pace_nics(net, topo, link_mbps: float) -> None:
+    """Every host's interface sends at most `link_mbps` (a token bucket of one frame, as a
+    NIC serialises onto its link), its queue large enough for every posted window."""
+    for h in topo.hosts.values():
+        node = net.get(h.name)
+        out = node.cmd(f"tc qdisc replace dev {h.intf} root tbf rate {link_mbps:g}mbit "
+                       f"burst 1600 limit 8mb")
+        if out.strip():
+            raise RuntimeError(f"{h.name}: cannot pace {h.intf} at {link_mbps:g} Mbit/s: "
+                               f"{out.strip()}")
+
+
 @contextmanager
 def running_fabric(topology: Path, log_dir: Path, link_mbps: float, queue_depth: int,
                    transport: dict, ns_prefix: str = "mlf2-", target: str = "p4switch",
@@ -68,6 +86,8 @@ def running_fabric(topology: Path, log_dir: Path, link_mbps: float, queue_depth:
     try:
         net.start()
         configure_hosts(net, topo)
+        if link_mbps:
+            pace_nics(net, topo, link_mbps)
         with Fabricd(topology, log_dir, compiler=compiler) as fabricd:
             if not ping_all(net, topo):
                 raise RuntimeError(f"hosts cannot reach each other; see {log_dir}")
@@ -98,7 +118,7 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
         traffic = idea_mcast.fabric_traffic(fab, elements)
         fsdp = idea_fsdp.experiment(fab, elements)
         rows = [summary("Multicast Allgather", t.run, r) for t, r in traffic.rows]
-        nr_rows, nr_links = netreduce(
+        nr_rows, nr_runs = netreduce(
             fab.fabricd, fab.ranks, elements,
             link_bytes=lambda: fabric_link_bytes(fab.fabricd, fab.topo))
         rows += nr_rows
@@ -111,8 +131,9 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
                f"{elements * 4 // n} B shards posted at once\n")
     click.echo(idea_fsdp.table(fsdp))
     idea_mcast.plot(traffic.runs, out_dir / "mcast-allgather.png", title, fsdp)
-    click.echo("\nNetReduce's runs: bytes on the fabric links (switch counters)\n")
-    click.echo(link_table(topo, nr_links))
+    click.echo(f"\nNetReduce's runs: bytes on the fabric links (switch counters), against ring "
+               f"all-reduce's on the same {n} ranks and NetReduce's bound N/(2(N-1))\n")
+    click.echo(link_table(topo, nr_runs))
     click.echo(f"\nvClos: two 4-rank ring all-reduces ({elements * 4} B per rank), each alone "
                f"and both at once\n")
     click.echo(idea_vclos.job_table(vc))

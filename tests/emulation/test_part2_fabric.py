@@ -42,15 +42,32 @@ def test_vclos_slices_never_share_a_link_and_keep_each_job_at_its_alone_cct(fab)
         mine = {lk for lk in s["links"] if "spine" in lk}
         assert used and {"-".join(sorted(k.split("-"), key=lambda x: not x.startswith("leaf")))
                          for k in used} <= mine, (used, mine)
-    # each job at its alone CCT: 1.1x on a quiet machine; two jobs at once also double the
-    # CPU load of this emulation (Python ranks and switches on 2 shared cores), hence 1.25
+    # each job at its alone CCT: the slices share no link, the hosts' NICs are paced at the
+    # link rate (no window-sized queue for ACKs to wait behind), each CCT starts at its own
+    # job's barrier, and the runs counted as together did run at once
+    assert vclos.overlap >= 0.9, vclos.overlap
     for job in vclos.hosts:
-        assert vclos.slowdown(job) <= 1.25, (job, vclos.alone_s, vclos.together_s)
+        assert vclos.slowdown(job) <= 1.1, (job, vclos.alone_s, vclos.together_s)
     # shared fabric: hash collisions put both jobs on one link for some seed (the slowdown
     # is reported above, not asserted)
     assert any(sc.shared_links() for sc in ecmp)
     assert res.refused_code == 5 and "needs 2 hosts" in res.refusal
     assert res.isolated
+
+
+def test_netreduce_across_the_leaves_puts_at_most_0_6_of_rings_bytes_on_the_fabric(fab):
+    from ideas import bound, fabric_link_bytes, link_table, netreduce
+
+    rows, runs = netreduce(fab.fabricd, fab.ranks, 16384, full=False,
+                           link_bytes=lambda: fabric_link_bytes(fab.fabricd, fab.topo))
+    print("\n" + link_table(fab.topo, runs))
+    ring, nr = runs
+    assert [r[-1] for r in rows] == ["yes", "yes"], rows
+    assert ring.ranks == nr.ranks == 8 and "spine" in nr.what
+    # each leaf sends its partial sum up and gets the result down once: N/(2(N-1)) = 0.571
+    # of ring's bytes at 8 ranks, plus headers, ACKs and the first packets' metadata
+    assert nr.total <= 0.6 * ring.total, (nr.total, ring.total)
+    assert nr.total >= bound(8) * ring.total * 0.95
 
 
 def test_multicast_allgather_puts_at_most_0_6_of_rings_bytes_on_the_fabric(fab):
