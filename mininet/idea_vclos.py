@@ -42,7 +42,7 @@ class Scenario:
     retx: dict[str, int] = field(default_factory=dict)          # together, per job (sum)
     link_bytes: dict[str, dict[str, int]] = field(default_factory=dict)   # job -> link -> B
     combined_bytes: dict[str, int] = field(default_factory=dict)
-    overlap: float = 1.0                 # least share of a together run the other job ran
+    overlap: float = 1.0                 # least share of a together run next to the other
     exact: bool = True
 
     def uses(self, job: str) -> set[str]:
@@ -85,9 +85,10 @@ def _by_run(rows: list[dict]) -> list[tuple[float, float]]:
 
 
 def _overlap(a: tuple[float, float], b: tuple[float, float]) -> float:
-    """The least share of either run during which the other one ran too."""
+    """The share of the shorter run during which the other one ran too (1.0: it ran
+    entirely next to the other)."""
     shared = min(a[0] + a[1], b[0] + b[1]) - max(a[0], b[0])
-    return max(0.0, shared) / max(a[1], b[1])
+    return max(0.0, shared) / min(a[1], b[1])
 
 
 def measure(fab, scheme: str, hosts: dict[str, list[str]], elements: int, seed: int,
