@@ -9,7 +9,8 @@ NIC does, and the program attached to the rank's interface decides every packet'
               evicts the entropy of the packet that timed out
     ethereal  ebpf/pin: one QP per sub-flow (NCCL_IB_QPS_PER_CONNECTION); the rank's Ethereal
               planner pins each QP's port, keyed by (destination IP, destination QPN); a
-              timeout marks the path failed for that ToR and re-pins the QP
+              timeout marks the path failed for that ToR and re-pins the QP; the QPs of one
+              flow share its window (NCCL's QPs of one connection share its slots)
 A policy sees all the sends of one step at once, which is the moment Ethereal splits flows
 ("on arrival")."""
 from __future__ import annotations
@@ -124,6 +125,7 @@ class Ethereal(Policy):
         super().__init__(rank, ips, qps, align, program)
         self.planner, self.hosts = planner, hosts
         self.subs: dict[tuple[int, int], SubFlow] = {}
+        self.pieces: dict[int, int] = {}          # peer -> QPs its flow is split over now
 
     def plan(self, sends: dict[int, int]) -> dict[int, list[Piece]]:
         if self.planner is None:
@@ -135,9 +137,15 @@ class Ethereal(Policy):
             peer = sub.flow.dst_qp
             self.subs[peer, sub.index] = sub
             out[peer].append(Piece(sub.offset, sub.bytes, sub.index))
+        self.pieces = {peer: len(pieces) for peer, pieces in out.items()}
         return out
 
     def prepare(self, qp: SendQP) -> None:
+        # The sub-flows of one flow share its window, as NCCL's QPs of one connection share
+        # its NCCL_STEPS slots: splitting moves bytes onto other paths, it does not multiply
+        # the data in flight (one window per QP would deepen the queues the ACKs of other
+        # flows wait in, and the other policies send each flow on one QP with one window).
+        qp.window = max(1, -(-qp.ep.cfg.window // self.pieces.get(qp.peer, 1)))
         sub = self.subs.get((qp.peer, qp.idx))
         if sub is None or sub.path is None:      # rack-local: the QP's own port
             self.program.unpin(self.ips[qp.peer], qp.dqpn)

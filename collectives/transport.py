@@ -157,6 +157,9 @@ class SendQP:
         self.next_tx = 0.0
         self.sr_retx: dict[int, float] = {}
         self.mtu = ep.cfg.mtu                    # the QP's path MTU (an IBTA MTU)
+        # packets in flight; a policy that carries one connection on several QPs shares the
+        # connection's window among them (collectives.lb.Ethereal)
+        self.window = ep.cfg.window
 
     # ---- queueing -----------------------------------------------------------------------
     def post(self, write: bool, data: memoryview, op: SendOp, msg_id: int = 0, offset: int = 0):
@@ -180,8 +183,10 @@ class SendQP:
                 (rocev2.SEND_LAST if last else rocev2.SEND_MIDDLE)
             extra = b""
         self.count += 1
-        ackreq = last or self.count % self.ep.cfg.ack_every == 0 or \
-            len(self.inflight) + 1 >= self.ep.cfg.window
+        cfg = self.ep.cfg
+        # a QP with a share of a connection's window asks as often per window as a whole one
+        every = max(1, cfg.ack_every * self.window // cfg.window)
+        ackreq = last or self.count % every == 0 or len(self.inflight) + 1 >= self.window
         pkt = _Pkt(self.next_psn, kind, extra, data[pos:end], ackreq,
                    op.part_done if last else None)
         self.next_psn = wire.psn_add(self.next_psn, 1)
@@ -197,14 +202,13 @@ class SendQP:
     # ---- transmission -------------------------------------------------------------------
     def pump(self, now: float, budget: int) -> int:
         sent = 0
-        cfg = self.ep.cfg
         while sent < budget:
             if self.rate and now < self.next_tx:
                 break
             if self.resend < len(self.inflight):
                 pkt = self.inflight[self.resend]
                 self.resend += 1
-            elif len(self.inflight) < cfg.window:
+            elif len(self.inflight) < self.window:
                 pkt = self._segment()
                 if pkt is None:
                     break

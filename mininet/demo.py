@@ -135,8 +135,13 @@ def _drain_rto(depth: int, mbps: float) -> float:
 @click.option("--queue-depth", type=click.IntRange(1), default=256, show_default=True,
               help="Egress queue depth in packets; with the default window it holds every "
                    "packet in flight, as RoCE runs lossless (PFC).")
-@click.option("--window", type=click.IntRange(1, 4096), default=16, show_default=True,
-              help="Packets in flight per QP.")
+@click.option("--window", type=click.IntRange(1, 4096), default=32, show_default=True,
+              help="Packets in flight per connection (Ethereal's sub-flows share it). It "
+                   "must cover the round trip, Python hosts and queues included: with 16, a "
+                   "single-path flow was window-bound, which no policy fixes.")
+@click.option("--ack-every", type=click.IntRange(1, 4096), default=4, show_default=True,
+              help="Data packets per requested ACK (REPS asks for every one): a quarter of "
+                   "the window per QP keeps it open while ACKs wait in queues.")
 @click.option("--reliability", type=click.Choice(["ooo", "sr", "gbn"]), default="ooo",
               show_default=True, help="ooo: a receiver that tolerates reordering, which "
                                       "spraying and REPS assume (all policies use it); sr, gbn: "
@@ -169,7 +174,7 @@ def _drain_rto(depth: int, mbps: float) -> float:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out", show_default=True)
 def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth, window,
-         reliability, min_rto, failures, failure_collective, ideas, ideas_topology, ideas_size,
+         ack_every, reliability, min_rto, failures, failure_collective, ideas, ideas_topology, ideas_size,
          ideas_link_mbps, vclos_seeds, vclos_repeats, cli, out_dir):
     """Run collectives under four load-balancing policies on an emulated P4 fabric."""
     missing = missing_tools(target)
@@ -210,7 +215,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
                 raise click.ClickException(f"hosts cannot reach each other; see {logs}")
             click.echo("demo: every host reaches every other through the fabric")
             ranked = sorted(topo.hosts.values(), key=lambda h: h.rank)
-            transport = {"reliability": reliability, "window": window,
+            transport = {"reliability": reliability, "window": window, "ack_every": ack_every,
                          "min_rto": min_rto or _drain_rto(queue_depth, link_mbps)}
             with host_netns(net, [h.name for h in ranked]) as namespaces:
                 ranks = Ranks(topo, namespaces, transport)

@@ -68,3 +68,20 @@ def test_ports_follow_the_installed_member_order():
             assert _members(view, "leaf1", "10.0.2.0/24")[member] == first.src_port
             used.add(first.dst)
         assert used == {"spine1", "spine2"}
+
+
+def test_sub_flows_of_one_flow_share_its_window():
+    """h1 sends one flow to the other leaf (split over both spines) and one in its rack: the
+    split flow's two QPs carry the window of one flow between them, not two windows."""
+    pins = Pins()
+    policy = make_policy("ethereal", 0, IPS, topology=TOPO, hosts=HOSTS, program=pins)
+    plan = policy.plan({1: 64 << 10, 2: 64 << 10})
+    assert len(plan[2]) == 2 and len(plan[1]) == 1
+    windows = {}
+    for peer, pieces in plan.items():
+        for p in pieces:
+            qp = SendQP(Ep, peer, p.qp)
+            policy.prepare(qp)
+            windows[peer, p.qp] = qp.window
+    w = Ep.cfg.window
+    assert windows == {(1, 0): w, (2, 0): w // 2, (2, 1): w // 2}

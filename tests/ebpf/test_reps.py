@@ -160,3 +160,19 @@ def test_bad_configuration_rejected(reps):
         reps.add_connection(DST_IP, QP, 1 << 24, SRC_IP)
     with pytest.raises(KeyError):
         reps.state(DST_IP, QP)
+
+
+def test_totals_sum_every_connection(conn):
+    """What the demo prints per launch: every connection's counters added up."""
+    conn.add_connection(DST_IP, QP + 1, LOCAL_QP + 1, SRC_IP, ev_base=BASE, ev_count=COUNT,
+                        first_window=2)
+    for psn in range(6):
+        send(conn, psn)                       # 4 explore, then 2 random (nothing cached)
+    receive(conn, BASE)
+    receive(conn, BASE + 1, ece=True)
+    for psn in range(3):
+        conn.run(roce(psn, dqpn=QP + 1), "egress")   # 2 explore, 1 random
+    receive(conn, BASE + 2, local_qp=LOCAL_QP + 1)
+    t = conn.totals()
+    assert (t.n_explore, t.n_random, t.n_recycled) == (6, 3, 0)
+    assert (t.acks_good, t.acks_ece) == (2, 1) and t.cache == ()
