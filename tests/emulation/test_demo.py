@@ -29,5 +29,6 @@ def test_demo_runs_every_policy_and_idea(tmp_path, target):
     assert "vs ideal" in out.stdout and "bound ms" in out.stdout, out.stdout[-3000:]
     for line in ("allgather multicast 239.1.", "allreduce switchml in leaf",
                  "isolation: ping across slices", "exit 5: fabricctl: RESOURCE_EXHAUSTED",
-                 "5% loss in the switches", "own vClos slices", "KB each job put on every"):
+                 "5% loss in the switches", "own vClos slices", "KB each job put on every",
+                 "x ring's", "bound N/(2(N-1))", "runs at once overlap"):
         assert line in out.stdout, out.stdout[-3000:]
