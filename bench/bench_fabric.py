@@ -25,19 +25,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "p4src"))
 
 import fabric_testlib as lib  # noqa: E402
+from netreduce_job import Job  # noqa: E402  (bench/, beside this script)
 from p4.v1 import p4runtime_pb2  # noqa: E402
 from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
 
 import p4switch  # noqa: E402
 from collectives import netreduce as nr  # noqa: E402
-from collectives import wire  # noqa: E402
-from controller import encode_fabric  # noqa: E402
-from controller.intent import Intent  # noqa: E402
-from controller.netreduce import NetReducePlanner, entries  # noqa: E402
-from controller.p4rt import Schema  # noqa: E402
-from controller.switch_plan import plan_switches  # noqa: E402
-from fabricmodel import rocev2  # noqa: E402
 from p4switch.runtime.pipeline import Pipeline  # noqa: E402
 
 SECONDS = 1.5      # per case, split over ROUNDS interleaved rounds
@@ -94,61 +88,25 @@ def setup_aggregation(sw, workers=4, slots=64):
     return packets
 
 
-NR_TOPO = "name: bench\nkind: leaf-spine\nleaves: 2\nspines: 2\nhosts_per_leaf: 4\n"
-
-
 class NetReduceStream:
-    """Contributions of 4 workers on leaf1, packet after packet of their RC connections
-    (a FIRST with RETH every 4 packets), numbered on forever so that no round repeats."""
+    """The contributions of netreduce_job's 4 workers, 8 packet numbers of each per call, into
+    an in-process switch that holds the controller's entries for the job."""
 
     def __init__(self, compiled):
         info, config = compiled
-        intent = Intent.from_yaml(NR_TOPO, slot_capacity=1024, max_workers=32)
-        self.topo = intent.topo
-        self.workers = ["h1", "h2", "h3", "h4"]
-        job = NetReducePlanner(self.topo).create(7, "bench", self.workers, credits=8)
+        self.job = Job()
         self.pipe = Pipeline(p4runtime_pb2.ForwardingPipelineConfig(
             p4info=info, p4_device_config=config), None)
-        schema = Schema(info)
-        state = encode_fabric.switch_state(self.topo, plan_switches(intent)["leaf1"])
-        tables, groups = entries(self.topo, job)["leaf1"]
-        for e in [*state.table_entries, *tables]:
-            kind = p4runtime_pb2.Update.MODIFY if e.default else p4runtime_pb2.Update.INSERT
-            self.pipe.write(p4runtime_pb2.Update(type=kind, entity=e.to_proto(schema)))
-        for g in [*state.multicast_groups, *groups]:
-            self.pipe.write(p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT,
-                                                 entity=g.to_proto()))
+        for update in self.job.updates(info):
+            self.pipe.write(update)
         self.sw = self.pipe.sw
         self.g = 0
-        self.payload = bytes(range(256)) * 4
 
     def __call__(self):
-        """The next 4 x 8 packets (8 packet numbers of every worker)."""
-        batch = []
-        for g in range(self.g, self.g + 8):
-            for r, w in enumerate(self.workers):
-                h = self.topo.host(w)
-                qpn, _ = rocev2.nr_aggregator_qpns(r, 7)
-                psn = g & wire.PSN_MASK
-                if g % rocev2.NR_MSG_PKTS == 0:
-                    roce = wire.bth(rocev2.WRITE_FIRST, qpn, psn) + \
-                        wire.reth(g * nr.PKT_BYTES, 7, nr.MSG_BYTES)
-                else:
-                    roce = wire.bth(rocev2.WRITE_MIDDLE, qpn, psn)
-                batch.append((h.leaf_port, frame(h, "10.0.1.253", roce + self.payload)))
+        batch = [(h.leaf_port, self.job.contribution(r, g))
+                 for g in range(self.g, self.g + 8) for r, h in enumerate(self.job.hosts)]
         self.g += 8
         return batch
-
-
-def frame(h, dst, roce):
-    ip = bytearray(wire.frame(bytes(map(int, h.ip.split("."))), bytes(map(int, dst.split("."))),
-                              0xC001, 1, 0, roce))
-    total = sum(int.from_bytes(ip[i:i + 2], "big") for i in range(0, 20, 2))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    ip[10:12] = (~total & 0xFFFF).to_bytes(2, "big")
-    return bytes.fromhex(h.gateway_mac.replace(":", "") + h.mac.replace(":", "")) + \
-        b"\x08\x00" + bytes(ip)
 
 
 def timed(sw, packets, seconds):

@@ -1,9 +1,14 @@
-"""Packets/s forwarded between two namespaces over the same veths, in one run: through
-`p4switch run` on the native backend and on the Python backend (an L3 program, then fabric.p4
-routing; routes pushed over P4Runtime), through BMv2's simple_switch_grpc when it is installed,
-and through a Linux bridge. (fabric.p4 multicast and aggregation: bench_p4switch.py, in-process.)
+"""Packets/s forwarded between namespaces over the same veths, in one run: through `p4switch
+run` on the native backend and on the Python backend, through BMv2's simple_switch_grpc when it
+is installed, and through a Linux bridge. Traffic: unicast UDP through an L3 program and through
+fabric.p4 (routes pushed over P4Runtime); fabric.p4 multicast (one sender, a group replicating to
+two receivers); fabric.p4 aggregation (a NetReduce job of four workers, the controller's entries
+written over P4Runtime). The bridge forwards the unicast frames and floods the multicast ones
+(snooping off) to the same receivers; it does not aggregate (n/a).
 
-Needs root. Prints one table; the ratio column is delivered packets/s / the bridge's."""
+Needs root. Prints one table and the ratios side by side; the native pipeline's ns per packet
+in-process is bench_p4switch.py's."""
+import json
 import os
 import pathlib
 import shutil
@@ -17,10 +22,13 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import p4runtime_sh.shell as sh  # noqa: E402
+from netreduce_job import Job  # noqa: E402  (bench/, beside this script)
 
 sys.path.insert(0, str(ROOT / "tests"))
 from targets import compile_for, start_target  # noqa: E402
 
+from collectives import netreduce as nr  # noqa: E402
+from fabricmodel import rocev2  # noqa: E402
 from p4switch.native import available  # noqa: E402
 
 L3 = ROOT / "tests" / "p4switch" / "device_programs" / "l3.p4"
@@ -28,19 +36,24 @@ FABRIC = ROOT / "p4src" / "fabric.p4"
 DURATION = float(os.environ.get("BENCH_SECONDS", "3"))
 PAYLOAD = 64
 RATES = (5000, 0)          # offered packets/s per run; 0 = as fast as the sender can
-HOST_MAC = {1: "02:00:00:00:01:01", 2: "02:00:00:00:02:01"}
-GW_MAC = {1: "02:00:00:00:01:fe", 2: "02:00:00:00:02:fe"}
+HOSTS = (1, 2, 3, 4)
+HOST_MAC = {i: f"02:00:00:00:0{i}:01" for i in HOSTS}
+GW_MAC = {i: f"02:00:00:00:0{i}:fe" for i in HOSTS}
+GROUP = "239.1.0.9"
+MCAST_RECEIVERS = (2, 3)
+WINDOW = 16                # NetReduce packets per worker in flight (4 messages; the job has 8)
 
 SENDER = """
 import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-duration, size, rate = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 16)
+duration, size, rate, dst = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 start = time.monotonic()
 end, n, msg = start + duration, 0, bytes(size)
 while time.monotonic() < end:
     for _ in range(16):
         try:
-            s.sendto(msg, ("10.0.2.1", 9000))
+            s.sendto(msg, (dst, 9000))
             n += 1
         except OSError:
             pass
@@ -55,7 +68,10 @@ RECEIVER = """
 import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-s.bind(("10.0.2.1", 9000))
+s.bind((sys.argv[2], 9000))
+if sys.argv[3] != "-":             # a multicast group to join
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+                 socket.inet_aton(sys.argv[3]) + socket.inet_aton("0.0.0.0"))
 s.settimeout(1.0)
 n, first, last, give_up = 0, None, None, time.monotonic() + float(sys.argv[1]) + 5
 while time.monotonic() < give_up:
@@ -71,15 +87,91 @@ while time.monotonic() < give_up:
 print(n, (last - first) if first else 0)
 """
 
+# The NetReduce workers, one process with a raw socket in each worker's namespace: packet
+# number g of every worker is sent while fewer than WINDOW of the worker's packets await their
+# result (as the job's credits would hold a real worker back); the results multicast back to
+# the workers are counted. Contributions differ only in PSN and, on a message's FIRST, RETH's
+# address: the templates are patched (the switch does not check a contribution's ICRC).
+AGGREGATE = """
+import ctypes, json, os, select, socket, sys, time
+cfg = json.loads(sys.argv[1])
+duration, rate, window = cfg["duration"], cfg["rate"], cfg["window"]
+libc = ctypes.CDLL(None, use_errno=True)
+home = os.open("/proc/self/ns/net", os.O_RDONLY)
+tx, rx = [], []
+for ns in cfg["namespaces"]:
+    fd = os.open(f"/var/run/netns/{ns}", os.O_RDONLY)
+    assert libc.setns(fd, 0x40000000) == 0, ctypes.get_errno()
+    os.close(fd)
+    t = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    t.bind(("eth0", 0))
+    r = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+    r.bind(("eth0", 0x0800))
+    r.setsockopt(263, 23, 1)                  # SOL_PACKET, PACKET_IGNORE_OUTGOING
+    r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    r.setblocking(False)
+    tx.append(t)
+    rx.append(r)
+assert libc.setns(home, 0x40000000) == 0
+first = [bytearray.fromhex(h) for h in cfg["first"]]
+middle = [bytearray.fromhex(h) for h in cfg["middle"]]
+msg_pkts, pkt_bytes, psn_at, va_at = cfg["msg_pkts"], cfg["pkt_bytes"], cfg["psn_at"], cfg["va_at"]
+got = [0] * len(rx)
+first_result = last_result = None
+def drain():
+    global first_result, last_result
+    for i, r in enumerate(rx):
+        while True:
+            try:
+                f = r.recv(2048)
+            except BlockingIOError:
+                break
+            if len(f) > 1000 and f[23] == 17:    # a result: UDP, a 1 KiB payload
+                got[i] += 1
+                last_result = time.monotonic()
+                first_result = first_result or last_result
+g = g0 = cfg["g0"]
+start = time.monotonic()
+end = start + duration
+while time.monotonic() < end:
+    drain()
+    now = time.monotonic()
+    if g - g0 - got[0] >= window:
+        if not select.select([rx[0]], [], [], 1.0)[0] and g - g0 - got[0] >= window:
+            break                                 # no result for 1 s: the job stalled
+        continue
+    if rate and (g - g0) * len(tx) > rate * (now - start):
+        time.sleep(min(0.001, (g - g0) * len(tx) / rate - (now - start)))
+        continue
+    for w in range(len(tx)):
+        f = first[w] if g % msg_pkts == 0 else middle[w]
+        f[psn_at:psn_at + 4] = (g & 0xFFFFFF).to_bytes(4, "big")
+        if g % msg_pkts == 0:
+            f[va_at:va_at + 8] = (g * pkt_bytes).to_bytes(8, "big")
+        tx[w].send(f)
+    g += 1
+stop = time.monotonic() + 1.0
+while time.monotonic() < stop and min(got) < g - g0:
+    drain()
+    time.sleep(0.01)
+span = (last_result - first_result) if first_result else 0
+print(json.dumps({"sent": (g - g0) * len(tx), "results": sum(got), "span": span, "g": g}))
+"""
+
 
 def sh_run(*cmd, check=True):
-    return subprocess.run(cmd, check=check, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if check and done.returncode:
+        raise RuntimeError(f"{' '.join(cmd[:6])}... failed: {done.stderr.strip()[-2000:]}")
+    return done
 
 
 def make_hosts():
+    """Host i in namespace bf<i>-<tag>, 10.0.i.1/24 behind gateway 10.0.i.254, its veth's
+    other end bfs<i><tag> in the root namespace (for the switch or the bridge)."""
     tag = uuid.uuid4().hex[:6]
     hosts, sw_ends = {}, {}
-    for i in (1, 2):
+    for i in HOSTS:
         ns, sw = f"bf{i}-{tag}", f"bfs{i}{tag}"
         sh_run("ip", "netns", "add", ns)
         sh_run("ip", "link", "add", sw, "type", "veth", "peer", "name", "eth0", "netns", ns)
@@ -91,6 +183,10 @@ def make_hosts():
                        ("-n", ns, "link", "set", "lo", "up")):
             sh_run("ip", *dev_ns)
         sh_run("ip", "-n", ns, "route", "add", "default", "via", f"10.0.{i}.254")
+        # Checksums computed by the sender's kernel, as on the demo's hosts (fabric_net.py):
+        # with offload the frames leave with partial checksums, which p4switch's ports
+        # complete and simple_switch_grpc forwards as they are (the receiver drops them).
+        sh_run("ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tx", "off")
         hosts[i], sw_ends[i] = ns, sw
     return hosts, sw_ends
 
@@ -101,17 +197,55 @@ def set_gateway_mac(hosts, macs):
                "dev", "eth0")
 
 
-def measure(hosts, rate):
-    receiver = subprocess.Popen(["ip", "netns", "exec", hosts[2], sys.executable, "-c",
-                                 RECEIVER, str(DURATION)], stdout=subprocess.PIPE, text=True)
+def in_ns(ns, *argv):
+    return ["ip", "netns", "exec", ns, sys.executable, *argv]
+
+
+def unicast(hosts, rate):
+    """Host 1 to host 2: (offered pps, delivered pps, delivered fraction). Delivered per s
+    of the time the receiver saw packets, at least 0.9 of the run (so that a backlog let go
+    in one burst after a stall does not count as a rate)."""
+    receiver = subprocess.Popen(in_ns(hosts[2], "-c", RECEIVER, str(DURATION), "10.0.2.1", "-"),
+                                stdout=subprocess.PIPE, text=True)
     time.sleep(0.5)
-    sent = int(sh_run("ip", "netns", "exec", hosts[1], sys.executable, "-c", SENDER,
-                      str(DURATION), str(PAYLOAD), str(rate)).stdout)
+    sent = int(sh_run(*in_ns(hosts[1], "-c", SENDER, str(DURATION), str(PAYLOAD), str(rate),
+                             "10.0.2.1")).stdout)
     got, span = receiver.communicate(timeout=30)[0].split()
-    return sent / DURATION, int(got) / max(float(span), 1e-9), int(got) / max(sent, 1)
+    return sent / DURATION, int(got) / max(float(span), 0.9 * DURATION), int(got) / max(sent, 1)
 
 
-def l3_routes():
+def multicast(hosts, rate):
+    """Host 1 to GROUP, received by MCAST_RECEIVERS: offered pps, copies delivered per s
+    (summed over the receivers), delivered fraction of the copies owed."""
+    receivers = [subprocess.Popen(in_ns(hosts[i], "-c", RECEIVER, str(DURATION), GROUP, GROUP),
+                                  stdout=subprocess.PIPE, text=True) for i in MCAST_RECEIVERS]
+    time.sleep(0.5)
+    sent = int(sh_run(*in_ns(hosts[1], "-c", SENDER, str(DURATION), str(PAYLOAD), str(rate),
+                             GROUP)).stdout)
+    counts = [r.communicate(timeout=30)[0].split() for r in receivers]
+    got = sum(int(n) for n, _ in counts)
+    span = max(float(t) for _, t in counts)
+    return sent / DURATION, got / max(span, 0.9 * DURATION), got / max(sent * len(receivers), 1)
+
+
+def aggregation(hosts, rate, job):
+    """The NetReduce job's workers h1..h4 on hosts 1..4 (switch ports 1..4): contributions
+    offered per s, results delivered per s (summed over the workers: each stands for one
+    contribution aggregated), delivered fraction. The packet numbers go on from the job's
+    last run on this switch (job.next_g): a number seen before would be a retransmission."""
+    eth_ip_udp = 14 + 20 + 8
+    cfg = {"duration": DURATION, "rate": rate, "window": WINDOW,
+           "namespaces": [hosts[i] for i in HOSTS], "msg_pkts": rocev2.NR_MSG_PKTS,
+           "pkt_bytes": nr.PKT_BYTES, "psn_at": eth_ip_udp + 8, "va_at": eth_ip_udp + 12,
+           "g0": job.next_g, "first": [job.contribution(r, 0).hex() for r in range(len(HOSTS))],
+           "middle": [job.contribution(r, 1).hex() for r in range(len(HOSTS))]}
+    out = json.loads(sh_run(sys.executable, "-c", AGGREGATE, json.dumps(cfg)).stdout)
+    job.next_g = out["g"]
+    return (out["sent"] / DURATION, out["results"] / max(out["span"], 0.9 * DURATION),
+            out["results"] / max(out["sent"], 1))
+
+
+def l3_routes(p4info):
     for i in (1, 2):
         te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.forward")
         te.match["hdr.ipv4.dstAddr"] = f"10.0.{i}.0/24"
@@ -120,9 +254,9 @@ def l3_routes():
         te.insert()
 
 
-def fabric_routes():
-    """fabric.p4 routing between the two hosts, as the controller writes a host route."""
-    for i in (1, 2):
+def fabric_routes(p4info):
+    """fabric.p4 routing between the hosts, as the controller writes a host route."""
+    for i in HOSTS:
         te = sh.TableEntry("FabricIngress.ipv4_route")(action="FabricIngress.route_to_port")
         te.match["meta.slice_id"] = "0"
         te.match["hdr.ipv4.dstAddr"] = f"10.0.{i}.0/24"
@@ -134,44 +268,80 @@ def fabric_routes():
         te.insert()
 
 
-PROGRAMS = {"l3.p4": (L3, l3_routes), "fabric.p4 routed": (FABRIC, fabric_routes)}
+def fabric_group(p4info):
+    """GROUP replicated to the receivers' ports, which send the copies on unchanged (no
+    per-replica rewrite): the receivers take them as the group's."""
+    fabric_routes(p4info)
+    group = sh.MulticastGroupEntry(9)
+    for port in MCAST_RECEIVERS:
+        group.add(port, 1)
+    group.insert()
+    te = sh.TableEntry("FabricIngress.mcast_route")(action="FabricIngress.set_mcast_group")
+    te.match["meta.slice_id"], te.match["hdr.ipv4.dstAddr"] = "0", GROUP
+    te.action["group"] = "9"
+    te.insert()
 
 
-def through_switch(target, program, hosts, sw_ends, workdir):
-    """target: p4switch-native, p4switch-python or bmv2"""
-    path, write_routes = PROGRAMS[program]
-    config = sh.FwdPipeConfig(*compile_for(target, str(path), str(workdir)))
+def netreduce_job(p4info, job):
+    for update in job.updates(p4info):
+        sh.client.write_update(update)
+
+
+# traffic -> (program, what P4Runtime writes, how it is measured)
+TRAFFIC = {
+    "l3.p4 routed": (L3, l3_routes, unicast),
+    "fabric.p4 routed": (FABRIC, fabric_routes, unicast),
+    "fabric.p4 multicast x2": (FABRIC, fabric_group, multicast),
+    "fabric.p4 netreduce x4": (FABRIC, netreduce_job, aggregation),
+}
+
+
+def through_switch(target, traffic, hosts, sw_ends, configs, job):
+    """target: p4switch-native, p4switch-python or bmv2; configs caches compiled programs."""
+    program, write, how = TRAFFIC[traffic]
+    if (target, program) not in configs:
+        configs[(target, program)] = sh.FwdPipeConfig(
+            *compile_for(target, str(program), str(configs["dir"])))
     set_gateway_mac(hosts, GW_MAC)
-    switch = start_target(target, {1: sw_ends[1], 2: sw_ends[2]}, 1)
+    switch = start_target(target, sw_ends, 1)
     if target.startswith("p4switch"):
         switch.args += ["--queue-depth", "1024"]
     with switch:
         sh.setup(device_id=1, grpc_addr=switch.grpc_addr, election_id=(0, 1), verbose=False,
-                 config=config)
+                 config=configs[(target, program)])
         try:
-            write_routes()
-            return [measure(hosts, rate) for rate in RATES]
+            if how is aggregation:
+                job.next_g = 0                  # a new switch: the job starts afresh
+                write(sh.context.p4info, job)
+                return [aggregation(hosts, rate, job) for rate in RATES]
+            write(sh.context.p4info)
+            return [how(hosts, rate) for rate in RATES]
         finally:
             sh.teardown()
 
 
 def through_bridge(hosts, sw_ends):
-    """The bridge gets a namespace of its own: there no host firewall (e.g. Docker's FORWARD
-    DROP with bridge-nf-call-iptables) sees the bridged frames."""
+    """{measure function: results}. The bridge gets a namespace of its own: there no host
+    firewall (e.g. Docker's FORWARD DROP with bridge-nf-call-iptables) sees the bridged
+    frames. Multicast snooping off: the bridge floods the group's frames to every port."""
     ns = f"bfbr-{uuid.uuid4().hex[:6]}"
     sh_run("ip", "netns", "add", ns)
     try:
-        sh_run("ip", "-n", ns, "link", "add", "br0", "type", "bridge")
+        sh_run("ip", "-n", ns, "link", "add", "br0", "type", "bridge", "mcast_snooping", "0")
         for sw in sw_ends.values():
             sh_run("ip", "link", "set", sw, "netns", ns)
             sh_run("ip", "-n", ns, "link", "set", sw, "master", "br0")
             sh_run("ip", "-n", ns, "link", "set", sw, "up")
         sh_run("ip", "-n", ns, "link", "set", "br0", "up")
         # Same frames as through the router: the gateway MAC resolves to the other host.
-        set_gateway_mac(hosts, {1: HOST_MAC[2], 2: HOST_MAC[1]})
-        return [measure(hosts, rate) for rate in RATES]
+        set_gateway_mac(hosts, {1: HOST_MAC[2], 2: HOST_MAC[1], 3: HOST_MAC[1], 4: HOST_MAC[1]})
+        return {how: [how(hosts, rate) for rate in RATES] for how in (unicast, multicast)}
     finally:
         sh_run("ip", "netns", "del", ns, check=False)
+
+
+NAMES = {"p4switch-native": "p4switch native", "p4switch-python": "p4switch python",
+         "bmv2": "simple_switch_grpc -O0"}
 
 
 def main():
@@ -180,29 +350,58 @@ def main():
     targets = (["p4switch-native"] if available() else []) + ["p4switch-python"]
     if shutil.which("simple_switch_grpc") and shutil.which("p4c-bm2-ss"):
         targets.append("bmv2")
-    names = {"p4switch-native": "p4switch native", "p4switch-python": "p4switch python",
-             "bmv2": "simple_switch_grpc"}
     hosts, sw_ends = make_hosts()
+    job = Job()
     runs = {}
     try:
-        for program in PROGRAMS:
-            for target in targets:
-                with tempfile.TemporaryDirectory() as tmp:
-                    runs[f"{names[target]}, {program}"] = through_switch(
-                        target, program, hosts, sw_ends, pathlib.Path(tmp))
+        with tempfile.TemporaryDirectory() as tmp:
+            configs = {"dir": pathlib.Path(tmp)}
+            for traffic in TRAFFIC:
+                for target in targets:
+                    runs[(traffic, target)] = through_switch(target, traffic, hosts, sw_ends,
+                                                             configs, job)
         bridge = through_bridge(hosts, sw_ends)
     finally:
         for ns in hosts.values():
             sh_run("ip", "netns", "del", ns, check=False)
-    print(f"\nUDP {PAYLOAD}-byte payloads, {DURATION:g} s per run, one Python sender; "
-          "ratio = delivered pps / bridge's at the same offered load")
-    print(f"{'path':<34}{'offered':>10}{'offered pps':>14}{'delivered pps':>16}"
-          f"{'delivered %':>13}{'ratio':>8}")
-    for i, rate in enumerate(RATES):
-        for name, result in (("linux bridge", bridge), *runs.items()):
-            offered, delivered, frac = result[i]
-            print(f"{name:<34}{(f'{rate}/s' if rate else 'flood'):>10}{offered:>14,.0f}"
-                  f"{delivered:>16,.0f}{100 * frac:>12.1f}%{delivered / bridge[i][1]:>8.3f}")
+    print(f"\n{PAYLOAD}-byte UDP payloads from one Python sender (multicast: to 2 receivers, "
+          f"delivered = copies/s summed); netreduce: 4 workers' 1 KiB contributions from one "
+          f"Python process, at most {WINDOW} per worker awaiting the result, delivered = "
+          f"results/s summed over the workers (= contributions aggregated/s); {DURATION:g} s "
+          f"per run; simple_switch_grpc is BMv2 1.15.5 built -O0")
+    print(f"{'traffic':<24}{'path':<24}{'offered':>8}{'offered pps':>13}{'delivered pps':>15}"
+          f"{'delivered':>11}{'vs bridge':>11}{'vs python':>11}")
+    flood = len(RATES) - 1
+    for traffic, (_, _, how) in TRAFFIC.items():
+        base = bridge.get(how)
+        for i, rate in enumerate(RATES):
+            rows = ([("linux bridge" + (" (flood)" if how is multicast else ""), base[i])]
+                    if base else [("linux bridge", None)])
+            rows += [(NAMES[t], runs[(traffic, t)][i]) for t in targets]
+            python = runs[(traffic, "p4switch-python")][i][1]
+            for name, result in rows:
+                label = f"{rate}/s" if rate else "flood"
+                if result is None:
+                    print(f"{traffic:<24}{name:<24}{label:>8}{'n/a: no aggregation':>39}")
+                    continue
+                offered, delivered, frac = result
+                print(f"{traffic:<24}{name:<24}{label:>8}{offered:>13,.0f}{delivered:>15,.0f}"
+                      f"{100 * frac:>10.1f}%"
+                      + (f"{delivered / base[i][1]:>10.2f}x" if base else f"{'-':>11}")
+                      + (f"{delivered / python:>10.2f}x" if python else f"{'-':>11}"))
+    print("\nnative vs the others at flood (delivered pps):")
+    for traffic, (_, _, how) in TRAFFIC.items():
+        native = runs.get((traffic, "p4switch-native"))
+        if not native:
+            continue
+        python = runs[(traffic, "p4switch-python")][flood][1]
+        parts = [f"{native[flood][1] / python:.1f}x python" if python else "python: none"]
+        if how in bridge:
+            parts.append(f"{native[flood][1] / bridge[how][flood][1]:.2f}x bridge")
+        if "bmv2" in targets:
+            parts.append(f"{native[flood][1] / runs[(traffic, 'bmv2')][flood][1]:.1f}x "
+                         f"simple_switch_grpc")
+        print(f"  {traffic:<24}" + ", ".join(parts))
 
 
 if __name__ == "__main__":
