@@ -1,6 +1,7 @@
 """`make demo` end to end, small: the script builds the fabric, runs every policy and idea,
 prints both tables and writes the plot and the result rows."""
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,15 +12,21 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.mininet, pytest.mark.slow]
 
 
-@pytest.mark.parametrize("target", ["p4switch", pytest.param("bmv2", marks=pytest.mark.bmv2)])
+# How long the small demo may take: an unoptimised BMv2 is several times slower than p4switch.
+# pytest-timeout waits longer, so that the demo is interrupted (and stops Mininet) first.
+DEADLINE = {"p4switch": 600, "bmv2": 900}
+
+
+@pytest.mark.parametrize("target", [
+    pytest.param("p4switch", marks=pytest.mark.timeout(DEADLINE["p4switch"] + 180)),
+    pytest.param("bmv2", marks=[pytest.mark.bmv2, pytest.mark.timeout(DEADLINE["bmv2"] + 180)])])
 def test_demo_runs_every_policy_and_idea(tmp_path, target):
     pytest.importorskip("mininet.net", reason="Mininet is not installed")
-    out = subprocess.run([sys.executable, str(ROOT / "mininet" / "demo.py"), "--target", target,
-                          "--repeat", "1",
-                          "--size", "32KiB", "--collectives", "allreduce/ring",
-                          "--ideas-size", "32KiB", "--vclos-seeds", "1", "--vclos-repeats", "1",
-                          "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    out = _run([sys.executable, str(ROOT / "mininet" / "demo.py"), "--target", target,
+                "--repeat", "1",
+                "--size", "32KiB", "--collectives", "allreduce/ring",
+                "--ideas-size", "32KiB", "--vclos-seeds", "1", "--vclos-repeats", "1",
+                "--out", str(tmp_path)], DEADLINE[target])
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "demo.jsonl").read_text().splitlines()]
     assert {r["policy"] for r in rows} == {"ecmp", "spray", "reps", "ethereal"}
@@ -32,3 +39,17 @@ def test_demo_runs_every_policy_and_idea(tmp_path, target):
                  "5% loss in the switches", "own vClos slices", "KB each job put on every",
                  "x ring's", "bound N/(2(N-1))", "runs at once overlap"):
         assert line in out.stdout, out.stdout[-3000:]
+
+
+def _run(cmd: list[str], deadline: float) -> subprocess.CompletedProcess:
+    """Like subprocess.run, but past the deadline the demo gets SIGINT: its finally blocks
+    stop Mininet and the switches (a SIGKILL would leave the fabric's interfaces behind)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    try:
+        stdout, stderr = proc.communicate(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+        pytest.fail(f"the demo took longer than {deadline} s:\n{stdout[-3000:]}{stderr[-3000:]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
