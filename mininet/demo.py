@@ -23,7 +23,7 @@ from fabricd_proc import Fabricd
 from failures import failure_runs, failure_table
 from ideas import Ranks
 from ideas import table as ideas_table
-from p4_switch import COMPILERS, TARGETS, missing_tools
+from p4_switch import COMPILERS, MAX_LINK_MBPS, TARGETS, missing_tools
 from report import HEADERS, MTU, plot, table
 
 from collectives.cli import parse_size
@@ -131,7 +131,7 @@ def _drain_rto(depth: int, mbps: float) -> float:
               help="Launches per policy, each with another seed (other ECMP ports).")
 @click.option("--link-mbps", type=click.FloatRange(0),
               help="Every switch port's egress rate in Mbit/s, 0 for as fast as the switch "
-                   "goes [default: the topology's link_mbps, else 16].")
+                   "goes [default: the topology's link_mbps, else 16; on BMv2 at most 2].")
 @click.option("--queue-depth", type=click.IntRange(1), default=256, show_default=True,
               help="Egress queue depth in packets; with the default window it holds every "
                    "packet in flight, as RoCE runs lossless (PFC).")
@@ -198,6 +198,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
             for c, a in _collectives(colls)]
     if link_mbps is None:
         link_mbps = topo.params.get("link_mbps") or 16.0
+        link_mbps = min(link_mbps, MAX_LINK_MBPS.get(target, link_mbps))
     out_dir.mkdir(parents=True, exist_ok=True)
     logs = out_dir / "logs"
     click.echo(f"demo: {topo.name}: {len(topo.switches)} {target} switches, "

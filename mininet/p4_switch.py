@@ -22,6 +22,13 @@ TARGETS = ("p4switch", "bmv2")
 # p4switch compile).
 COMPILERS = {"p4switch": None,
              "bmv2": "p4c-bm2-ss --p4runtime-files {p4info} -o {config} {program}"}
+# The fastest link each target keeps up with on the demo's fabric: links, not switches, must
+# be the bottleneck, since the demo's minimum RTO is a full queue's drain time at the link
+# rate. An unoptimised BMv2 (-O0, 2 shared CPUs) forwarded fabric.p4 at about 650 packets/s
+# per switch, 1.2 Mbit/s per rank, in the 16 Mbit/s demo (ring all-reduce 5.3 s instead of
+# 0.4 s); there the all-to-all lost whole windows in BMv2's queues and a QP gave up. 2 Mbit/s
+# is also part two's rate (demo.py --ideas-link-mbps). p4switch: the topology's rate.
+MAX_LINK_MBPS = {"bmv2": 2.0}
 # BMv2's Thrift server (its runtime CLI) would take 9090 on every switch, and its notification
 # socket is named by device id (/tmp/bmv2-<id>-notifications.ipc, which another fabric or a
 # test may use at the same time): each switch gets its own, from its P4Runtime port.
