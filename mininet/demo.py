@@ -34,6 +34,16 @@ from fabricmodel.topology import TopologyError, load
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ("ecmp", "spray", "reps", "ethereal")
 ECN_PACKETS = 32                       # fabricd's default queue-length threshold, in packets
+# The links' rate when neither --link-mbps nor the topology's link_mbps gives one: the fastest
+# at which the leaf-spine-2x2 demo stays link-bound on 2 shared cores with native switches
+# (README, "The demo": "vs ideal" of one run per rate). Ethereal's all-to-all ran at 1.03x /
+# 1.07x / 1.12x / 1.21x its link-rate bound at 8 / 16 / 32 / 64 Mbit/s and at 2.6x at 128,
+# where CCT stops shrinking (the CPU-bound floor); ring all-reduce sits near 1.3x at every rate
+# up to 64 (its steps' window round trips, not the rate), 1.9x at 128. What runs out is the
+# hosts' Python RoCE transport (~20 us of CPU per packet, bench_transport): 4 ranks at
+# 64 Mbit/s move ~7,400 packets/s each way, while the native switches forward 200,000+
+# packets/s (bench_forwarding). 32 leaves a factor of two to that knee.
+LINK_MBPS = 32.0
 
 
 def _choices(text: str, known: tuple[str, ...], what: str) -> list[str]:
@@ -131,7 +141,8 @@ def _drain_rto(depth: int, mbps: float) -> float:
               help="Launches per policy, each with another seed (other ECMP ports).")
 @click.option("--link-mbps", type=click.FloatRange(0),
               help="Every switch port's egress rate in Mbit/s, 0 for as fast as the switch "
-                   "goes [default: the topology's link_mbps, else 16; on BMv2 at most 2].")
+                   f"goes [default: the topology's link_mbps, else {LINK_MBPS:g}, the fastest "
+                   "rate measured to keep the demo link-bound; on BMv2 at most 2].")
 @click.option("--queue-depth", type=click.IntRange(1), default=256, show_default=True,
               help="Egress queue depth in packets; with the default window it holds every "
                    "packet in flight, as RoCE runs lossless (PFC).")
@@ -197,7 +208,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
     runs = [{"collective": c, "algo": a, "dtype": "int32", "elements": parse_size(size) // 4}
             for c, a in _collectives(colls)]
     if link_mbps is None:
-        link_mbps = topo.params.get("link_mbps") or 16.0
+        link_mbps = topo.params.get("link_mbps") or LINK_MBPS
         link_mbps = min(link_mbps, MAX_LINK_MBPS.get(target, link_mbps))
     out_dir.mkdir(parents=True, exist_ok=True)
     logs = out_dir / "logs"
