@@ -36,13 +36,14 @@ POLICIES = ("ecmp", "spray", "reps", "ethereal")
 ECN_PACKETS = 32                       # fabricd's default queue-length threshold, in packets
 # The links' rate when neither --link-mbps nor the topology's link_mbps gives one: the fastest
 # at which the leaf-spine-2x2 demo stays link-bound on 2 shared cores with native switches
-# (README, "The demo": "vs ideal" of one run per rate). Ethereal's all-to-all ran at 1.03x /
-# 1.07x / 1.12x / 1.21x its link-rate bound at 8 / 16 / 32 / 64 Mbit/s and at 2.6x at 128,
-# where CCT stops shrinking (the CPU-bound floor); ring all-reduce sits near 1.3x at every rate
-# up to 64 (its steps' window round trips, not the rate), 1.9x at 128. What runs out is the
-# hosts' Python RoCE transport (~20 us of CPU per packet, bench_transport): 4 ranks at
-# 64 Mbit/s move ~7,400 packets/s each way, while the native switches forward 200,000+
-# packets/s (bench_forwarding). 32 leaves a factor of two to that knee.
+# (README, "The demo": "vs ideal" of one run per rate, measured with a window of 16 and an ACK
+# per packet; today's window of 32 with fewer ACKs needs less CPU). Ethereal's all-to-all ran
+# at 1.03x / 1.07x / 1.10-1.12x / 1.21x its link-rate bound at 8 / 16 / 32 / 64 Mbit/s and at
+# 2.6x at 128, where CCT stops shrinking (the CPU-bound floor); ring all-reduce sits near 1.3x
+# at every rate up to 64 (a cost in packet times, not CPU), 1.9x at 128. What runs out is the
+# hosts' Python RoCE transport (~13-20 us of CPU per packet, bench_transport): 4 ranks at
+# 64 Mbit/s move ~7,400 packets/s each way, while a native switch forwards 180,000+ packets/s
+# (bench_forwarding). 32 leaves a factor of two to that knee.
 LINK_MBPS = 32.0
 
 
