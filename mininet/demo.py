@@ -175,8 +175,8 @@ def _drain_rto(depth: int, mbps: float) -> float:
 @click.option("--ideas-size", default="64KiB", show_default=True,
               help="Bytes per rank in part two.")
 @click.option("--ideas-link-mbps", type=click.FloatRange(0.1), default=2.0, show_default=True,
-              help="Part two's link rate: low enough that the Python switches keep up when "
-                   "two jobs run at once.")
+              help="Part two's link rate, the one its README figures were measured at "
+                   "(hosts' NICs are paced to it too).")
 @click.option("--vclos-seeds", type=click.IntRange(1), default=3, show_default=True,
               help="ECMP seeds (other source ports) for the shared-fabric vClos baseline.")
 @click.option("--vclos-repeats", type=click.IntRange(1), default=3, show_default=True,
