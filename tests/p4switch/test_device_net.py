@@ -317,7 +317,10 @@ def test_multicast_replicas_use_the_egress_queues(links, tmp_path):
         finally:
             sh.teardown()
     # Port 3 is unconstrained and gets every replica; port 2's slow, 2-deep queue keeps the
-    # first replicas and drops the rest at its tail. Each replica carries its own rid.
+    # first two replicas (and one more if its egress thread takes the first off the queue
+    # before the burst ends, which one it is depends on thread timing) and drops the rest at
+    # its tail. Each replica carries its own rid.
     assert len(got3) == 6 and {f[6:12] for f in got3} == {(6).to_bytes(6, "big")}
     assert 2 <= len(got2) <= 3 and {f[6:12] for f in got2} == {(5).to_bytes(6, "big")}
-    assert [f[14:18] for f in got2] == [i.to_bytes(4, "big") for i in range(len(got2))]
+    seq = [int.from_bytes(f[14:18], "big") for f in got2]
+    assert seq[:2] == [0, 1] and seq == sorted(set(seq)), seq
