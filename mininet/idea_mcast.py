@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from collectives.results import format_table
+from figures import png
 
 PORT = 18518
 
@@ -85,13 +86,8 @@ def traffic_table(runs: list[Traffic]) -> str:
 
 def plot(runs: list[Traffic], path: Path, title: str, fsdp=()) -> None:
     """Bytes on every link, ring vs multicast (left); the FSDP Reduce-Scatter's CCT (right)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     links = list(runs[0].link_bytes)
-    fig, (ax, right) = plt.subplots(1, 2, figsize=(14, 4), width_ratios=(3, 1))
+    fig, (ax, right) = png.subplots(1, 2, figsize=(14, 4), width_ratios=(3, 1))
     width = 0.8 / len(runs)
     for i, t in enumerate(runs):
         xs = [x + (i - (len(runs) - 1) / 2) * width for x in range(len(links))]
@@ -109,7 +105,4 @@ def plot(runs: list[Traffic], path: Path, title: str, fsdp=()) -> None:
         right.set_title("FSDP: Reduce-Scatter next to an Allgather", fontsize=9)
     else:
         right.axis("off")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    png.save(fig, path)

@@ -27,6 +27,7 @@ from pathlib import Path
 import click
 
 from collectives.results import format_table
+from figures import png
 
 PORTS = {"jobA": 18516, "jobB": 18517}
 CARRIES = 0.05          # a job uses a link if it put >= 5 % of its busiest link's bytes on it
@@ -237,12 +238,7 @@ def summary_rows(res: Result) -> list[list[str]]:
 
 
 def plot(res: Result, path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+    fig, (left, right) = png.subplots(1, 2, figsize=(12, 4))
     labels, alone, together = [], [], []
     for sc in res.scenarios:
         for job in sc.hosts:
@@ -268,8 +264,4 @@ def plot(res: Result, path: Path, title: str) -> None:
     right.set_xticks(range(len(links)), links, rotation=90, fontsize=6)
     right.set_ylabel("KB on the leaf-to-spine direction")
     right.legend(fontsize=7)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    png.save(fig, path, suptitle=title)

@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from collectives.results import format_table
+from figures import png
 
 # RoCE v2 bytes around each packet's payload: Ethernet 14, IPv4 20, UDP 8, BTH 12, ICRC 4
 HEADERS = 58
@@ -82,16 +83,11 @@ def table(rows: list[dict], link_mbps: float | None = None) -> str:
 
 
 def plot(rows: list[dict], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     ccts = cct_by_run(rows)
     colls = sorted({c for c, _ in ccts})
     policies = list(dict.fromkeys(p for _, p in ccts))
     width = 0.8 / len(policies)
-    fig, ax = plt.subplots(figsize=(2.2 + 2.2 * len(colls), 3.6))
+    fig, ax = png.subplots(figsize=(2.2 + 2.2 * len(colls), 3.6))
     for i, policy in enumerate(policies):
         meds, lo, hi = [], [], []
         for c in colls:
@@ -106,7 +102,4 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     ax.set_ylabel("collective completion time (ms)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    png.save(fig, path)

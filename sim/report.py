@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from collectives.results import format_table
+from figures import png
 
 
 def write_jsonl(rows: list[dict], path: Path) -> None:
@@ -57,11 +58,6 @@ def table(rows: list[dict]) -> str:
 
 
 def plot(rows: list[dict], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     cases = list(dict.fromkeys(_case(r) for r in rows))
     policies = list(dict.fromkeys(r["policy"] for r in rows))
     cct: dict[tuple, list[float]] = defaultdict(list)
@@ -69,7 +65,7 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
         if r["ok"]:
             cct[(_case(r), r["policy"])].append(r["cct_s"] * 1e6)
     width = 0.8 / len(policies)
-    fig, ax = plt.subplots(figsize=(2.5 + 1.9 * len(cases), 3.8))
+    fig, ax = png.subplots(figsize=(2.5 + 1.9 * len(cases), 3.8))
     for i, policy in enumerate(policies):
         xs = [j + (i - (len(policies) - 1) / 2) * width for j in range(len(cases))]
         ax.bar(xs, [statistics.median(cct.get((c, policy), [0])) for c in cases], width,
@@ -80,7 +76,4 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     ax.set_ylabel("collective completion time (us)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    png.save(fig, path)

@@ -11,6 +11,7 @@ from tqdm import tqdm
 
 from collectives.results import format_table
 from fabricmodel.topology import leaf_spine
+from figures import png
 
 from .schemes import SCHEMES
 from .simulate import Outcome, run
@@ -41,12 +42,7 @@ def summarise(results: dict[str, list[Outcome]]) -> tuple[list[str], list[list[s
 
 
 def plot(results: dict[str, list[Outcome]], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (cdf, bars) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (cdf, bars) = png.subplots(1, 2, figsize=(10, 3.8))
     for name, outs in results.items():
         jct = sorted(o.jct for o in outs)
         cdf.plot(jct, [(i + 1) / len(jct) for i in range(len(jct))], label=name)
@@ -63,11 +59,7 @@ def plot(results: dict[str, list[Outcome]], path: Path, title: str) -> None:
     bars.set_xticks(list(xs), names)
     bars.set_ylabel("JCT (min)")
     bars.legend(fontsize=8)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    png.save(fig, path, suptitle=title)
 
 
 @click.command()
