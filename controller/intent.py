@@ -72,7 +72,7 @@ class Intent:
     topo: Topology
     topo_yaml: str
     slot_capacity: int = 0                       # aggregation slots per leaf (from the P4Info)
-    max_workers: int = 255                       # workers per aggregation job (P4Info too)
+    max_workers: int = aggregation.MAX_WORKERS   # per aggregation job; fabricd: the P4Info's
     # Deployment knobs, set by fabricd's options at start (not saved): the queue depth at
     # which egress marks ECN CE, or (when > 0) the queueing delay in microseconds instead,
     # and how ECMP groups pick a member (the baselines).
@@ -93,7 +93,7 @@ class Intent:
 
     @classmethod
     def from_yaml(cls, text: str, slot_capacity: int = 0, source: str = "<request>",
-                  max_workers: int = 255) -> Intent:
+                  max_workers: int = aggregation.MAX_WORKERS) -> Intent:
         return cls(parse_topology(text, source), text, slot_capacity, max_workers)
 
     def clone(self) -> Intent:
@@ -353,7 +353,8 @@ class Intent:
         }, indent=1)
 
     @classmethod
-    def from_json(cls, text: str, slot_capacity: int = 0, max_workers: int = 255) -> Intent:
+    def from_json(cls, text: str, slot_capacity: int = 0,
+                  max_workers: int = aggregation.MAX_WORKERS) -> Intent:
         data = json.loads(text)
         intent = cls.from_yaml(data["topology"], slot_capacity, "<saved state>", max_workers)
         intent.failed = set(data["failed"])
