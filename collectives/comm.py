@@ -1,7 +1,9 @@
 """A communicator: one rank's view of the job (peers, transport, load-balancing policy).
 
-Collectives are written as steps: `exchange` posts every send and receive of one step at
-once (like an NCCL group call) and runs the progress engine until all have completed.
+Most collectives are written as steps: `exchange` posts every send and receive of one step
+at once (like an NCCL group call) and runs the progress engine until all have completed. The
+ring is pipelined instead (collectives.algorithms): it posts sends and receives one slice at a
+time (`post_sends`, `post_recv`) and runs the engine until the next slice has arrived.
 Messages between two ranks are matched in order: the k-th message rank a sends to rank b is
 the k-th message b receives from a (the RETH rkey carries k)."""
 from __future__ import annotations
@@ -12,7 +14,7 @@ import numpy as np
 
 from .lb import PROGRAMS, Policy, make_policy
 from .rendezvous import DEFAULT_PORT, Rendezvous
-from .transport import Endpoint, SendOp, TransportConfig
+from .transport import Endpoint, Message, SendOp, TransportConfig
 
 
 @dataclass
@@ -36,6 +38,16 @@ class CommConfig:
             raise ValueError(f"rank addresses must be distinct and non-empty: {self.ips}")
         if not 0 <= self.rank < len(self.ips):
             raise ValueError(f"rank {self.rank} is outside 0..{len(self.ips) - 1}")
+
+
+@dataclass
+class Recv:
+    """A posted receive; key and msg are None for an empty message (nothing is sent)."""
+    key: tuple[int, int] | None
+    msg: Message | None
+
+    def complete(self) -> bool:
+        return self.msg is None or self.msg.complete()
 
 
 class Communicator:
@@ -72,15 +84,15 @@ class Communicator:
         if self.program is not None:
             self.program.close()
 
-    def exchange(self, sends: list[tuple[int, np.ndarray]],
-                 recvs: list[tuple[int, int]]) -> list[bytearray]:
-        """Sends each array to its peer and receives `nbytes` from each peer; returns the
-        received buffers in the order of `recvs`. Empty messages are not sent (both sides
-        know the sizes, as in every collective)."""
+    def post_sends(self, sends: list[tuple[int, np.ndarray]]) -> list[SendOp]:
+        """Posts one message to each peer (RDMA WRITEs on the QPs the policy plans: it sees
+        the sends posted together at once) and returns their completions, done when every
+        packet is acknowledged. The transport reads the arrays until then: the caller must
+        not change them. Empty messages are not sent (both sides know the sizes)."""
         views = {peer: memoryview(np.ascontiguousarray(a)).cast("B") for peer, a in sends
                  if a.nbytes}
         if len(views) != len([1 for _, a in sends if a.nbytes]):
-            raise ValueError("at most one message per peer and step")
+            raise ValueError("at most one message per peer in one post")
         ops = []
         for peer, pieces in self.policy.plan({p: len(v) for p, v in views.items()}).items():
             op = SendOp(len(pieces))
@@ -91,27 +103,39 @@ class Communicator:
                 self.ep.post_write(peer, piece.qp, msg_id, piece.offset,
                                    views[peer][piece.offset:piece.offset + piece.nbytes], op)
             ops.append(op)
-        msgs = []
-        for peer, nbytes in recvs:
-            if nbytes == 0:
-                msgs.append(None)
-                continue
-            key = (peer, self._received[peer])
-            self._received[peer] += 1
-            msg = self.ep.message(*key)
-            msg.post(nbytes)
-            msgs.append((key, msg))
-        self.ep.progress_until(
-            lambda: all(o.done for o in ops) and all(m is None or m[1].complete() for m in msgs),
-            self.cfg.timeout, "a collective step")
-        out = []
-        for m in msgs:
-            if m is None:
-                out.append(bytearray())
-            else:
-                del self.ep.msgs[m[0]]
-                out.append(m[1].buf)
-        return out
+        return ops
+
+    def post_recv(self, peer: int, nbytes: int) -> Recv:
+        """The next message from `peer`, `nbytes` long, placed as its packets arrive."""
+        if nbytes == 0:
+            return Recv(None, None)
+        key = (peer, self._received[peer])
+        self._received[peer] += 1
+        msg = self.ep.message(*key)
+        msg.post(nbytes)
+        return Recv(key, msg)
+
+    def take(self, recv: Recv) -> bytearray:
+        """A complete message's bytes; the endpoint forgets it."""
+        if recv.key is None:
+            return bytearray()
+        del self.ep.msgs[recv.key]
+        return recv.msg.buf
+
+    def progress_until(self, done, what: str) -> None:
+        """Runs the progress engine until `done()`; at most the configured timeout."""
+        self.ep.progress_until(done, self.cfg.timeout, what)
+
+    def exchange(self, sends: list[tuple[int, np.ndarray]],
+                 recvs: list[tuple[int, int]]) -> list[bytearray]:
+        """One step: sends each array to its peer and receives `nbytes` from each peer, and
+        returns when all are done (sends acknowledged); the received buffers come in the
+        order of `recvs`."""
+        ops = self.post_sends(sends)
+        posted = [self.post_recv(peer, nbytes) for peer, nbytes in recvs]
+        self.progress_until(lambda: all(o.done for o in ops) and all(r.complete() for r in posted),
+                            "a collective step")
+        return [self.take(r) for r in posted]
 
     def send_control(self, peer: int, data: bytes) -> SendOp:
         """A small SEND on QP 0 (tokens, repair requests); completes asynchronously."""
