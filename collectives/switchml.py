@@ -6,12 +6,14 @@ Aggregation header (BTH opcode 0xC0, p4src/README.md) to the aggregator's IP. Th
 the workers' chunks and returns the sum with flag RESULT to every worker. Flow control is by
 credits: one chunk in flight per slot; the result of chunk g frees its slot for chunk
 g + slots (the other version, so a late retransmission of g still finds its kept result).
-A chunk without result after `rto` is sent again; the switch answers duplicates idempotently.
+A chunk without result after `rto` is sent again, and each further timeout of the same chunk
+doubles its timer (SwitchML's back-off); the switch answers duplicates idempotently.
 float32: per chunk, all workers agree on the largest exponent e (a small Allgather over the
 RC transport) and send round(x * 2^(30 - ceil(log2 N) - e)), so the int32 sum cannot overflow.
 """
 from __future__ import annotations
 
+import math
 import socket
 import time
 
@@ -24,6 +26,31 @@ from .comm import Communicator
 from .entropy import derived_sport
 
 K = rocev2.AGG_VALUES
+# Ethernet, IPv4, UDP, BTH, Aggregation header, K values and the ICRC: 198 bytes on the wire
+FRAME_BYTES = 14 + 20 + 8 + 12 + wire.AGG_HDR.size + 4 * K + 4
+HOST_RTT_S = 0.0025           # what the Python hosts add to a round trip (send + receive)
+
+
+def pool_slots(link_mbps: float, path_links: int = 6) -> int:
+    """Slots in flight per worker as SwitchML sizes its pool: the bandwidth-delay product in
+    packets, here twice it. The round trip crosses `path_links` links (leaf-spine: host, leaf,
+    spine, the aggregating leaf and back) at one packet time each, plus the hosts' time.
+    More slots than that do not go faster, they only queue in front of the aggregator."""
+    if link_mbps <= 0 or path_links < 1:
+        raise ValueError(f"link rate and path length must be positive, got {link_mbps}, "
+                         f"{path_links}")
+    packet_s = FRAME_BYTES * 8 / (link_mbps * 1e6)
+    return max(4, math.ceil(2 * (path_links * packet_s + HOST_RTT_S) / packet_s))
+
+
+def pool_timeout(workers: int, slots: int, link_mbps: float) -> float:
+    """Retransmission timeout that no queueing can fire spuriously: twice the time one port
+    needs to send every worker's whole pool, the most SwitchML can ever have queued ahead of
+    a chunk. A lost chunk then costs that, not a timer sized for the RC transport's windows."""
+    if workers < 1 or slots < 1 or link_mbps <= 0:
+        raise ValueError(f"workers, slots and link rate must be positive, got {workers}, "
+                         f"{slots}, {link_mbps}")
+    return 2 * workers * slots * FRAME_BYTES * 8 / (link_mbps * 1e6)
 
 
 def chunk_shifts(comm: Communicator, x: np.ndarray, chunks: int) -> np.ndarray:
@@ -81,19 +108,17 @@ def allreduce_switchml(comm: Communicator, x: np.ndarray, aggregator: str, job_i
     # earlier one in the same slot and version.
     base = comm.counters.get(("switchml", job_id), 0)
     comm.counters["switchml", job_id] = (base + chunks) & 0xFFFFFFFF
-    inflight: dict[int, tuple[int, float]] = {}     # slot -> (chunk, last sent)
+    inflight: dict[int, tuple[int, float, float]] = {}  # slot -> (chunk, last sent, timer)
     done = np.zeros(chunks, dtype=bool)
     state = {"dups": 0}
 
-    def send(c: int, now: float, again: bool = False) -> None:
+    def send(c: int, now: float, timer: float = rto) -> None:
         g = base + c
         slot = slot_base + g % slots
         flags = rocev2.AGG_FLAG_VERSION if (g // slots) & 1 else 0
         ep.send_frame(agg, sport, encode(job_id, slot, g & 0xFFFFFFFF, me, n, flags, ints[c]),
                       wire.ECN_ECT0 if ep.cfg.ecn else 0)
-        inflight[slot] = (c, now)
-        if again:
-            ep.stats.retransmitted += 1
+        inflight[slot] = (c, now, timer)
 
     def on_result(data, _addr, _tos, now) -> None:
         job, slot, g, _w, _n, flags, values = decode(data)
@@ -122,11 +147,12 @@ def allreduce_switchml(comm: Communicator, x: np.ndarray, aggregator: str, job_i
             if now > deadline:
                 raise TimeoutError(f"rank {me}: no aggregation result from {aggregator} for "
                                    f"{int((~done).sum())} chunks (in flight: "
-                                   f"{sorted((s, base + c) for s, (c, _) in inflight.items())})")
-            for _slot, (c, sent) in list(inflight.items()):
-                if now - sent > rto:
+                                   f"{sorted((s, base + c) for s, (c, _, _) in inflight.items())})")
+            for _slot, (c, sent, timer) in list(inflight.items()):
+                if now - sent > timer:
                     ep.stats.timeouts += 1
-                    send(c, now, again=True)
+                    ep.stats.retransmitted += 1
+                    send(c, now, 2 * timer)
             ep.progress(min(rto / 4, 0.005))
     finally:
         ep.handlers.pop(rocev2.AGGREGATION, None)

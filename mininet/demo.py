@@ -170,6 +170,10 @@ def _drain_rto(depth: int, mbps: float) -> float:
 @click.option("--ideas/--no-ideas", default=True, show_default=True,
               help="Part two: Multicast Allgather, NetReduce and vClos next to their "
                    "baselines, on their own fabric (--ideas-topology).")
+@click.option("--part-one/--no-part-one", default=True, show_default=True,
+              help="Part one: the load-balancing policies (--no-part-one runs only part two).")
+@click.option("--ideas-only", default=",".join(part2.IDEAS), show_default=True,
+              help="Comma-separated part-two experiments to run.")
 @click.option("--ideas-topology", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=ROOT / "controller/topologies/leafspine-4x4-h2.yaml", show_default=True)
 @click.option("--ideas-size", default="64KiB", show_default=True,
@@ -186,8 +190,8 @@ def _drain_rto(depth: int, mbps: float) -> float:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out", show_default=True)
 def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth, window,
-         ack_every, reliability, min_rto, failures, failure_collective, ideas, ideas_topology, ideas_size,
-         ideas_link_mbps, vclos_seeds, vclos_repeats, cli, out_dir):
+         ack_every, reliability, min_rto, failures, failure_collective, ideas, part_one, ideas_only,
+         ideas_topology, ideas_size, ideas_link_mbps, vclos_seeds, vclos_repeats, cli, out_dir):
     """Run collectives under four load-balancing policies on an emulated P4 fabric."""
     missing = missing_tools(target)
     if missing:
@@ -205,6 +209,9 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
             policy_program(policy)
     except LaunchError as err:
         raise click.ClickException(str(err)) from None
+    ideas_list = _choices(ideas_only, part2.IDEAS, "part-two experiment")
+    if not part_one and not ideas:
+        raise click.UsageError("--no-part-one --no-ideas leaves nothing to run")
     (failure_pair,) = _collectives(failure_collective)
     runs = [{"collective": c, "algo": a, "dtype": "int32", "elements": parse_size(size) // 4}
             for c, a in _collectives(colls)]
@@ -212,6 +219,50 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
         link_mbps = topo.params.get("link_mbps") or LINK_MBPS
         link_mbps = min(link_mbps, MAX_LINK_MBPS.get(target, link_mbps))
     out_dir.mkdir(parents=True, exist_ok=True)
+    rows, failed = [], []
+    if part_one:
+        rows, failed = part_one_runs(target, topology, topo, link_mbps, queue_depth, window,
+                                     ack_every, reliability, min_rto, policy_list, runs,
+                                     repeat, failures, failure_pair, size, cli, out_dir)
+    extra = []
+    if ideas:
+        try:
+            extra = part2.run(ideas_topology, out_dir, ideas_link_mbps, queue_depth,
+                              target, COMPILERS[target],
+                              {"reliability": reliability, "window": window,
+                               "ack_every": ack_every,
+                               "min_rto": min_rto or _drain_rto(queue_depth, ideas_link_mbps)},
+                              parse_size(ideas_size) // 4, seeds=tuple(range(vclos_seeds)),
+                              repeats=vclos_repeats, ideas=tuple(ideas_list))
+        except LaunchError as err:
+            raise click.ClickException(f"a collective failed: {err}") from None
+    title = (f"{topo.name}, {len(topo.hosts)} ranks, {size} per rank, {reliability}, "
+             f"links {_speed(link_mbps)}")
+    if rows:
+        (out_dir / "demo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        click.echo(f"\n{title}\n")
+        click.echo(table(rows, link_mbps))
+    if failed:
+        click.echo(f"\nA leaf-spine link fails in the middle of {failure_collective} ({size} per "
+                   f"rank): silently (the switches drop, fabricd is not told), then announced "
+                   f"(fabricctl link ... down)\n")
+        click.echo(failure_table(failed))
+    if extra:
+        click.echo(f"\nThe other ideas on {ideas_topology.stem} ({ideas_size} per rank)\n")
+        click.echo(ideas_table(extra))
+    if rows:
+        plot(rows, out_dir / "demo-cct.png", title)
+        click.echo(f"\ndemo: results in {out_dir / 'demo.jsonl'}, plot in "
+                   f"{out_dir / 'demo-cct.png'}")
+    if not all(r["ok"] for r in rows) or any(x[-1] != "yes" for x in extra) or \
+            any(f[-1] == "NO" and f[2] != "ecmp" for f in failed):
+        raise SystemExit(1)
+
+
+def part_one_runs(target, topology, topo, link_mbps, queue_depth, window, ack_every,
+                  reliability, min_rto, policy_list, runs, repeat, failures, failure_pair,
+                  size, cli, out_dir) -> tuple[list[dict], list]:
+    """Part one on its own fabric: every run under every policy, then the link failures."""
     logs = out_dir / "logs"
     click.echo(f"demo: {topo.name}: {len(topo.switches)} {target} switches, "
                f"{len(topo.hosts)} hosts, links at {_speed(link_mbps)}")
@@ -245,36 +296,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
         raise click.ClickException(f"a collective failed: {err}") from None
     finally:
         net.stop()
-    extra = []
-    if ideas:
-        try:
-            extra = part2.run(ideas_topology, out_dir, ideas_link_mbps, queue_depth,
-                              target, COMPILERS[target],
-                              transport | {"min_rto": min_rto or _drain_rto(queue_depth,
-                                                                           ideas_link_mbps)},
-                              parse_size(ideas_size) // 4, seeds=tuple(range(vclos_seeds)),
-                              repeats=vclos_repeats)
-        except LaunchError as err:
-            raise click.ClickException(f"a collective failed: {err}") from None
-    (out_dir / "demo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    title = (f"{topo.name}, {len(topo.hosts)} ranks, {size} per rank, {reliability}, "
-             f"links {_speed(link_mbps)}")
-    click.echo(f"\n{title}\n")
-    click.echo(table(rows, link_mbps))
-    if failed:
-        click.echo(f"\nA leaf-spine link fails in the middle of {failure_collective} ({size} per "
-                   f"rank): silently (the switches drop, fabricd is not told), then announced "
-                   f"(fabricctl link ... down)\n")
-        click.echo(failure_table(failed))
-    if extra:
-        click.echo(f"\nThe other ideas on {ideas_topology.stem} ({ideas_size} per rank)\n")
-        click.echo(ideas_table(extra))
-    plot(rows, out_dir / "demo-cct.png", title)
-    click.echo(f"\ndemo: results in {out_dir / 'demo.jsonl'}, plot in "
-               f"{out_dir / 'demo-cct.png'}")
-    if not all(r["ok"] for r in rows) or any(x[-1] != "yes" for x in extra) or \
-            any(f[-1] == "NO" and f[2] != "ecmp" for f in failed):
-        raise SystemExit(1)
+    return rows, failed
 
 
 def interact(net, fabricd) -> None:

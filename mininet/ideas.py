@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import click
 
+from collectives import switchml as sml
 from collectives.launch import launch
 from collectives.results import format_table
 
@@ -69,12 +70,15 @@ def bound(n: int) -> float:
     return n / (2 * (n - 1))
 
 
-def netreduce(fabricd, ranks: Ranks, elements: int, slots: int = 128, link_bytes=None,
-              full: bool = True):
+def netreduce(fabricd, ranks: Ranks, elements: int, link_bytes=None, full: bool = True,
+              link_mbps: float | None = None, directed_bytes=None):
     """Ring all-reduce, the SwitchML baseline, and NetReduce on one leaf and across the
     leaves (each leaf, then a spine), set up through fabricctl; full=False: only ring and
     NetReduce across the leaves. Returns the idea rows and, with `link_bytes` (a callable:
-    link name -> bytes so far), a FabricRun per run (the ring baseline first)."""
+    link name -> bytes so far), a FabricRun per run (the ring baseline first).
+    SwitchML (full=True) sizes its pool and timer for `link_mbps`; with `directed_bytes`
+    (a callable: directed link -> bytes so far, part2.Fabric.link_bytes) it prints its
+    busiest link's bound."""
     names = [h.name for h in ranks.hosts]
     first_leaf = [h.name for h in ranks.hosts if h.leaf == ranks.hosts[0].leaf]
     rows, runs = [], []
@@ -95,7 +99,10 @@ def netreduce(fabricd, ranks: Ranks, elements: int, slots: int = 128, link_bytes
     measured("allreduce ring (baseline)",
              lambda: ranks.run(names, "allreduce", "ring", elements))
     if full:
-        switchml(fabricd, ranks, elements, slots, measured)
+        if not link_mbps:
+            raise ValueError("the SwitchML baseline sizes its pool for a link rate: "
+                             "pass link_mbps")
+        switchml(fabricd, ranks, elements, link_mbps, measured, directed_bytes)
     for name, workers in (("demo-nr1", first_leaf), ("demo-nr2", names))[0 if full else 1:]:
         job = fabricd.ctl_json("job", "create", name, *workers)
         tree = " > ".join(job["switches"])
@@ -110,22 +117,36 @@ def netreduce(fabricd, ranks: Ranks, elements: int, slots: int = 128, link_bytes
     return rows, runs
 
 
-def switchml(fabricd, ranks: Ranks, elements: int, slots: int, measured) -> None:
-    """The SwitchML baseline on every rank, its job set up through fabricctl."""
+def switchml(fabricd, ranks: Ranks, elements: int, link_mbps: float, measured,
+             directed_bytes=None) -> None:
+    """The SwitchML baseline on every rank, its job set up through fabricctl, run as its
+    authors size it: a pool of about twice the bandwidth-delay product per worker
+    (sml.pool_slots) and a timer that queueing cannot fire (sml.pool_timeout), not the RC
+    transport's window-sized min_rto. The one leaf that sums takes every other leaf's workers
+    through its spine ports; the busiest of them bounds the CCT (printed with
+    `directed_bytes`)."""
     names = [h.name for h in ranks.hosts]
+    slots = sml.pool_slots(link_mbps)
+    rto = sml.pool_timeout(len(names), slots, link_mbps)
     job = fabricd.ctl_json("job", "create", "demo-sml", *names, "--kind", "switchml",
                            "--slots", str(slots))
     click.echo(f"demo: fabricctl job create demo-sml --kind switchml ... -> {job['leaf']} "
                f"sums at {job['address']}, slots {job['slot_base']}.."
-               f"{job['slot_base'] + slots - 1}")
+               f"{job['slot_base'] + slots - 1}, timeout {rto * 1e3:.0f} ms")
+    before = directed_bytes() if directed_bytes else {}
     try:
         measured(f"allreduce switchml in {job['leaf']}",
                  lambda: ranks.run(names, "allreduce", "switchml", elements,
                                    {"aggregator": job["address"], "job_id": job["job_id"],
                                     "slots": slots, "slot_base": job["slot_base"],
-                                    "rto": ranks.transport["min_rto"]}))
+                                    "rto": rto}))
     finally:
         fabricd.ctl("job", "delete", "demo-sml")
+    if directed_bytes:
+        after = directed_bytes()
+        link, sent = max(((k, after[k] - before[k]) for k in after), key=lambda kv: kv[1])
+        click.echo(f"demo: switchml's busiest link {link} carried {sent / 1e3:.1f} KB: "
+                   f"{sent * 8 / (link_mbps * 1e3):.0f} ms at {link_mbps:g} Mbit/s bound its CCT")
 
 
 def link_table(topo, runs: list[FabricRun]) -> str:

@@ -98,49 +98,71 @@ def running_fabric(topology: Path, log_dir: Path, link_mbps: float, queue_depth:
         net.stop()
 
 
+IDEAS = ("mcast", "fsdp", "netreduce", "vclos")
+
+
 def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, target: str,
         compiler: str | None, transport: dict, elements: int,
-        seeds: tuple[int, ...] = (0, 1, 2), repeats: int = 3) -> list[list[str]]:
-    """The ideas on the 8-host fabric: Multicast Allgather, NetReduce, vClos. Prints their
-    tables, writes out/mcast-allgather.png and out/vclos.png, returns the ideas-table rows."""
+        seeds: tuple[int, ...] = (0, 1, 2), repeats: int = 3,
+        ideas: tuple[str, ...] = IDEAS) -> list[list[str]]:
+    """The ideas on the 8-host fabric: Multicast Allgather ("mcast"), its FSDP case ("fsdp"),
+    NetReduce next to ring and SwitchML ("netreduce"), vClos ("vclos"), or those of `ideas`.
+    Prints their tables, writes out/mcast-allgather.png and out/vclos.png, returns the
+    ideas-table rows."""
     import click
     import idea_fsdp
     import idea_mcast
     import idea_vclos
     from ideas import fabric_link_bytes, link_table, netreduce, summary
 
+    unknown = set(ideas) - set(IDEAS)
+    if unknown or not ideas:
+        raise ValueError(f"unknown ideas {sorted(unknown)}; choose from {list(IDEAS)}")
     topo = load(topology)
     click.echo(f"\ndemo: part two on {topo.name}: {len(topo.switches)} {target} switches, "
                f"{len(topo.hosts)} hosts, links at {link_mbps:g} Mbit/s")
+    traffic = fsdp = nr_runs = vc = None
+    rows = []
     with running_fabric(topology, out_dir / "logs-part2", link_mbps, queue_depth, transport,
                         target=target, compiler=compiler) as fab:
         n = len(fab.ranks.hosts)
-        traffic = idea_mcast.fabric_traffic(fab, elements)
-        fsdp = idea_fsdp.experiment(fab, elements)
-        rows = [summary("Multicast Allgather", t.run, r) for t, r in traffic.rows]
-        nr_rows, nr_runs = netreduce(
-            fab.fabricd, fab.ranks, elements,
-            link_bytes=lambda: fabric_link_bytes(fab.fabricd, fab.topo))
-        rows += nr_rows
-        vc = idea_vclos.experiment(fab, elements, seeds, repeats)
+        if "mcast" in ideas:
+            traffic = idea_mcast.fabric_traffic(fab, elements)
+            rows += [summary("Multicast Allgather", t.run, r) for t, r in traffic.rows]
+        if "fsdp" in ideas:
+            fsdp = idea_fsdp.experiment(fab, elements)
+        if "netreduce" in ideas:
+            nr_rows, nr_runs = netreduce(
+                fab.fabricd, fab.ranks, elements,
+                link_bytes=lambda: fabric_link_bytes(fab.fabricd, fab.topo),
+                link_mbps=link_mbps, directed_bytes=lambda: fab.link_bytes(hosts=True))
+            rows += nr_rows
+        if "vclos" in ideas:
+            vc = idea_vclos.experiment(fab, elements, seeds, repeats)
     title = f"{topo.name}, links {link_mbps:g} Mbit/s"
-    click.echo(f"\nMulticast Allgather: bytes on every link of the fabric, {n} ranks "
-               f"({elements * 4} B per rank)\n")
-    click.echo(idea_mcast.traffic_table(traffic.runs))
-    click.echo(f"\nFSDP: a Reduce-Scatter of {elements * 4} B per rank and an Allgather of "
-               f"{elements * 4 // n} B shards posted at once\n")
-    click.echo(idea_fsdp.table(fsdp))
-    idea_mcast.plot(traffic.runs, out_dir / "mcast-allgather.png", title, fsdp)
-    click.echo(f"\nNetReduce's runs: bytes on the fabric links (switch counters), against ring "
-               f"all-reduce's on the same {n} ranks and NetReduce's bound N/(2(N-1))\n")
-    click.echo(link_table(topo, nr_runs))
-    click.echo(f"\nvClos: two 4-rank ring all-reduces ({elements * 4} B per rank), each alone "
-               f"and both at once\n")
-    click.echo(idea_vclos.job_table(vc))
-    click.echo("\nKB each job put on every leaf-spine link (from the alone runs; the combined "
-               "run's counter in brackets; * = a direction carrying both jobs)\n")
-    click.echo(idea_vclos.link_table(vc))
-    idea_vclos.plot(vc, out_dir / "vclos.png", title)
-    rows += [["Multicast Allgather (FSDP)", c.label, str(n), f"{c.rs_cct_s * 1e3:.1f}", "-",
-              "yes" if c.exact else "NO"] for c in fsdp]
-    return rows + idea_vclos.summary_rows(vc)
+    if traffic:
+        click.echo(f"\nMulticast Allgather: bytes on every link of the fabric, {n} ranks "
+                   f"({elements * 4} B per rank)\n")
+        click.echo(idea_mcast.traffic_table(traffic.runs))
+    if fsdp:
+        click.echo(f"\nFSDP: a Reduce-Scatter of {elements * 4} B per rank and an Allgather of "
+                   f"{elements * 4 // n} B shards posted at once\n")
+        click.echo(idea_fsdp.table(fsdp))
+    if traffic:
+        idea_mcast.plot(traffic.runs, out_dir / "mcast-allgather.png", title, fsdp or ())
+    if nr_runs:
+        click.echo(f"\nNetReduce's runs: bytes on the fabric links (switch counters), against "
+                   f"ring all-reduce's on the same {n} ranks and NetReduce's bound N/(2(N-1))\n")
+        click.echo(link_table(topo, nr_runs))
+    if vc:
+        click.echo(f"\nvClos: two 4-rank ring all-reduces ({elements * 4} B per rank), each "
+                   f"alone and both at once\n")
+        click.echo(idea_vclos.job_table(vc))
+        click.echo("\nKB each job put on every leaf-spine link (from the alone runs; the "
+                   "combined run's counter in brackets; * = a direction carrying both jobs)\n")
+        click.echo(idea_vclos.link_table(vc))
+        idea_vclos.plot(vc, out_dir / "vclos.png", title)
+    if fsdp:
+        rows += [["Multicast Allgather (FSDP)", c.label, str(n), f"{c.rs_cct_s * 1e3:.1f}",
+                  "-", "yes" if c.exact else "NO"] for c in fsdp]
+    return rows + (idea_vclos.summary_rows(vc) if vc else [])
