@@ -6,9 +6,14 @@
    (an RC SEND) to the next rank of its chain when its last chunk is out.
 2. Receivers place chunks by (root, chunk) and keep a per-root bitmap. No NAKs meanwhile.
 3. A root's multicast is over for a receiver when its LAST chunk arrived, a later root of
-   the same chain was heard, or nothing was heard for the receive timeout: as in the paper,
-   the time the whole Allgather takes at line rate (shard bytes x ranks / link rate) times a
-   safety factor, and never less than the transport's minimum RTO times that factor.
+   the same chain was heard, or the root's stream has gone quiet for longer than its
+   remaining chunks take at the roots' pace plus a short slack (`stream_slack`: a few chunk
+   times and round trips). The receiver knows every shard's size (the header's chunk count)
+   and the pace, so a lost last chunk of a chain's final root, which no later root follows,
+   costs that slack, not a whole receive timeout. A root never heard at all falls back to the
+   paper's receive timeout: the time the whole Allgather takes at line rate (shard bytes x
+   ranks / link rate) times a safety factor, never less than the transport's minimum RTO
+   times that factor, of silence, then four times that.
 4. Repair: a rank asks its ring predecessor (r-1) for the chunks it misses of such a root;
    the predecessor answers (RC SEND) once it holds that root's shard completely, so repair
    walks back at most to the root itself. The root never multicasts twice.
@@ -32,6 +37,8 @@ DEFAULT_GROUP = "239.77.0.1"
 SAFETY = 2.0                  # receive timeout = SAFETY x the Allgather's line-rate time
 FRAME_OVERHEAD = 14 + 20 + 8 + 4   # Ethernet, IPv4, UDP headers and the ICRC around a BTH
 MCAST_QPN = 0xFFFFFF          # IBTA's multicast destination QP
+SLACK_CHUNKS = 8              # a stream's quiet beyond its remaining chunks' time: this many
+SLACK_RTTS = 4                # chunk times, or this many round trips if that is longer
 _TOKEN, _REQUEST, _DATA, _COMPLETE = b"T", b"R", b"D", b"C"
 _CTRL = struct.Struct("!cHH")  # type, task, root
 
@@ -51,6 +58,8 @@ class _State:
         self.over = [False] * n
         self.over[me] = True
         self.heard = [False] * n
+        self.top = [-1] * n               # highest chunk heard of each root
+        self.last_at = [0.0] * n          # when each root was last heard
         self.requested = [False] * n
         self.told = False                 # the predecessor knows this rank is complete
         self.last_heard = time.monotonic()
@@ -65,7 +74,8 @@ class _State:
         if task != self.task or root >= self.comm.size or chunks != self.chunks \
                 or chunk >= chunks:
             return
-        self.last_heard = now
+        self.last_heard = self.last_at[root] = now
+        self.top[root] = max(self.top[root], chunk)
         if not self.heard[root]:
             self.heard[root] = True
             for earlier in self.chain_of(root):
@@ -87,6 +97,14 @@ class _State:
 
     def complete(self, root: int | None = None) -> bool:
         return bool(self.have.all() if root is None else self.have[root].all())
+
+    def streams_ended(self, now: float, chunk_s: float, slack: float) -> None:
+        """Ends every heard root's multicast whose stream is quiet for longer than its
+        remaining chunks take at the pace (`chunk_s` each), plus `slack`."""
+        for root in range(self.comm.size):
+            if self.heard[root] and not self.over[root] and now - self.last_at[root] > \
+                    (self.chunks - 1 - self.top[root]) * chunk_s + slack:
+                self.over[root] = True
 
 
 def _multicast_shard(st: _State, group: bytes, sport: int, rate_bps: float | None) -> None:
@@ -115,6 +133,19 @@ def _multicast_shard(st: _State, group: bytes, sport: int, rate_bps: float | Non
             ep.progress(0)
 
 
+def chunk_time(mtu: int, rate_bps: float) -> float:
+    """Seconds between a paced root's chunks: one MTU packet with its headers at its rate."""
+    return (mtu + 12 + wire.RBCAST_HDR.size + FRAME_OVERHEAD) * 8 / rate_bps
+
+
+def stream_slack(chunk_s: float, rtt_s: float) -> float:
+    """How long past its expected end a root's stream may stay quiet before the receiver
+    repairs it: jitter of a few chunk times (queues shared with the other chain, repairs and
+    ACKs) or a few round trips, whichever is longer. Firing early only makes the neighbour
+    send chunks that multicast delivers anyway (duplicates); the result stays exact."""
+    return max(SLACK_CHUNKS * chunk_s, SLACK_RTTS * rtt_s)
+
+
 def receive_timeout(shard_bytes: int, ranks: int, link_mbps: float, min_rto: float,
                     safety: float = SAFETY) -> float:
     """Seconds of silence after which a receiver stops waiting for a root's multicast."""
@@ -134,6 +165,8 @@ def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFA
     cfg = comm.ep.cfg
     idle = receive_timeout(shard.nbytes, n, link_mbps or cfg.line_gbps * 1e3, cfg.min_rto,
                            safety)
+    root_bps = link_mbps * 1e6 / 2 if link_mbps else cfg.line_gbps * 1e9
+    chunk_s = chunk_time(cfg.mtu, root_bps)
     if group not in comm.groups:
         comm.ep.join(group)
         comm.groups.add(group)
@@ -158,7 +191,7 @@ def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFA
                                    f"missing roots {[r for r in range(n) if not st.complete(r)]}")
             if has_token and not sent_shard:
                 _multicast_shard(st, socket.inet_aton(group), derived_sport("mcast", me),
-                                 link_mbps * 1e6 / 2 if link_mbps else None)
+                                 root_bps if link_mbps else None)
                 sent_shard = True
                 if me + 1 < chain.stop:
                     comm.send_control(me + 1, _CTRL.pack(_TOKEN, task, me))
@@ -176,6 +209,7 @@ def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFA
                         _take_repair(st, root, msg[_CTRL.size:])
                     elif kind == _COMPLETE:
                         next_done = True
+            st.streams_ended(now, chunk_s, stream_slack(chunk_s, _rtt(comm, prv)))
             silent = now - st.last_heard
             if silent > idle:
                 # a root never heard may have lost every chunk (or not started): wait longer
@@ -197,6 +231,12 @@ def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFA
         ep.handlers.pop(rocev2.RBCAST, None)
     comm.stats.duplicates += st.duplicates
     return np.frombuffer(st.out, dtype=shard.dtype).copy()
+
+
+def _rtt(comm: Communicator, peer: int) -> float:
+    """The transport's smoothed round trip to `peer` on the control QP (0 before a sample)."""
+    qp = comm.ep.sendqps.get((peer, 0))
+    return qp.srtt if qp else 0.0
 
 
 def _serve(st: _State, nxt: int, pending: list[tuple[int, list[int]]]):
