@@ -98,13 +98,17 @@ class _State:
     def complete(self, root: int | None = None) -> bool:
         return bool(self.have.all() if root is None else self.have[root].all())
 
-    def streams_ended(self, now: float, chunk_s: float, slack: float) -> None:
+    def streams_ended(self, now: float, chunk_s: float, slack: float) -> int:
         """Ends every heard root's multicast whose stream is quiet for longer than its
-        remaining chunks take at the pace (`chunk_s` each), plus `slack`."""
+        remaining chunks take at the pace (`chunk_s` each), plus `slack`; returns how many
+        (a receive timeout each, in the rank's stats)."""
+        ended = 0
         for root in range(self.comm.size):
             if self.heard[root] and not self.over[root] and now - self.last_at[root] > \
                     (self.chunks - 1 - self.top[root]) * chunk_s + slack:
                 self.over[root] = True
+                ended += 1
+        return ended
 
 
 def _multicast_shard(st: _State, group: bytes, sport: int, rate_bps: float | None) -> None:
@@ -209,7 +213,8 @@ def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFA
                         _take_repair(st, root, msg[_CTRL.size:])
                     elif kind == _COMPLETE:
                         next_done = True
-            st.streams_ended(now, chunk_s, stream_slack(chunk_s, _rtt(comm, prv)))
+            comm.stats.timeouts += st.streams_ended(now, chunk_s,
+                                                     stream_slack(chunk_s, _rtt(comm, prv)))
             silent = now - st.last_heard
             if silent > idle:
                 # a root never heard may have lost every chunk (or not started): wait longer

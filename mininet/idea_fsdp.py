@@ -5,12 +5,18 @@ Allgather; its completion time shows what injecting each shard once leaves for i
 
 Sizes as in FSDP: the Reduce-Scatter reduces S bytes per rank to S/N, the Allgather gathers
 N shards of S/N. The two collectives are two rank processes per host (their own rendezvous
-port and RoCE UDP port) told to start at the same wall-clock instant."""
+port and RoCE UDP port) told to start at the same wall-clock instant.
+
+Each case also reads the bytes on every host link in each direction (switch counters): the
+busiest direction at the link rate bounds the case. Multicast halves what a host sends
+(its shard once instead of N-1 ring steps) but not what it receives (N-1 shards either way),
+so where the receiving direction is the busiest, both Allgathers leave the Reduce-Scatter
+the same bound."""
 from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import click
 
@@ -28,6 +34,17 @@ class Case:
     rs_cct_s: float
     ag_cct_s: float | None
     exact: bool
+    link_bytes: dict[str, int] = field(default_factory=dict)   # directed link -> bytes
+
+    def busiest(self, direction: str) -> tuple[str, int]:
+        """The busiest host link sending ("up": host>leaf) or receiving ("down": leaf>host)."""
+        mine = {k: b for k, b in self.link_bytes.items()
+                if k.startswith("h" if direction == "up" else "leaf") and "spine" not in k}
+        return max(mine.items(), key=lambda kv: kv[1], default=("-", 0))
+
+    def bound_s(self, link_mbps: float) -> float:
+        """The busiest link's bytes at the link rate: no schedule finishes sooner."""
+        return max(self.link_bytes.values(), default=0) * 8 / (link_mbps * 1e6)
 
 
 def _launch(fab, names, run, port, transport_extra=None):
@@ -51,21 +68,27 @@ def experiment(fab, elements: int) -> list[Case]:
                         "elements": shard, "options": {"group": group["address"],
                                                        "link_mbps": fab.link_mbps}}}
     cases = []
+
+    def both(run):
+        start = time.time() + LEAD_S
+        with ThreadPoolExecutor(2) as pool:
+            f_rs = pool.submit(_launch, fab, names, rs | {"start_at": start}, RS_PORT,
+                               {"dport": RS_UDP})
+            f_ag = pool.submit(_launch, fab, names, run | {"start_at": start}, AG_PORT)
+            return f_rs.result(), f_ag.result()
+
     try:
-        rows = _launch(fab, names, rs, RS_PORT, {"dport": RS_UDP})
+        rows, links = fab.links_carrying(
+            lambda: _launch(fab, names, rs, RS_PORT, {"dport": RS_UDP}), hosts=True)
         cases.append(Case("reduce-scatter alone", max(r["cct_s"] for r in rows), None,
-                          all(r["ok"] for r in rows)))
+                          all(r["ok"] for r in rows), links))
         for algo, run in ag.items():
-            start = time.time() + LEAD_S
-            with ThreadPoolExecutor(2) as pool:
-                f_rs = pool.submit(_launch, fab, names, rs | {"start_at": start}, RS_PORT,
-                                   {"dport": RS_UDP})
-                f_ag = pool.submit(_launch, fab, names, run | {"start_at": start}, AG_PORT)
-                rs_rows, ag_rows = f_rs.result(), f_ag.result()
+            (rs_rows, ag_rows), links = fab.links_carrying(lambda run=run: both(run),
+                                                           hosts=True)
             cases.append(Case(f"reduce-scatter + {algo} allgather at once",
                               max(r["cct_s"] for r in rs_rows),
                               max(r["cct_s"] for r in ag_rows),
-                              all(r["ok"] for r in rs_rows + ag_rows)))
+                              all(r["ok"] for r in rs_rows + ag_rows), links))
     finally:
         fab.fabricd.ctl("group", "delete", "demo-fsdp")
     for c in cases:
@@ -74,10 +97,17 @@ def experiment(fab, elements: int) -> list[Case]:
     return cases
 
 
-def table(cases: list[Case]) -> str:
+def table(cases: list[Case], link_mbps: float) -> str:
+    """CCTs, and the busiest host link sending and receiving with the bound it sets (the
+    counters include the other collective's traffic and the launch's own control messages)."""
     alone = cases[0].rs_cct_s
-    head = ["run", "reduce-scatter CCT ms", "vs alone", "allgather CCT ms", "exact"]
-    return format_table(head, [
-        [c.label, f"{c.rs_cct_s * 1e3:.1f}", f"{c.rs_cct_s / alone:.2f}x",
-         f"{c.ag_cct_s * 1e3:.1f}" if c.ag_cct_s else "-", "yes" if c.exact else "NO"]
-        for c in cases])
+    head = ["run", "reduce-scatter CCT ms", "vs alone", "allgather CCT ms",
+            "busiest host>leaf KB", "busiest leaf>host KB", "bound ms", "exact"]
+    lines = []
+    for c in cases:
+        up, down = c.busiest("up"), c.busiest("down")
+        lines.append([c.label, f"{c.rs_cct_s * 1e3:.1f}", f"{c.rs_cct_s / alone:.2f}x",
+                      f"{c.ag_cct_s * 1e3:.1f}" if c.ag_cct_s else "-",
+                      f"{up[1] / 1e3:.1f} ({up[0]})", f"{down[1] / 1e3:.1f} ({down[0]})",
+                      f"{c.bound_s(link_mbps) * 1e3:.0f}", "yes" if c.exact else "NO"])
+    return format_table(head, lines)

@@ -147,7 +147,7 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
     if fsdp:
         click.echo(f"\nFSDP: a Reduce-Scatter of {elements * 4} B per rank and an Allgather of "
                    f"{elements * 4 // n} B shards posted at once\n")
-        click.echo(idea_fsdp.table(fsdp))
+        click.echo(idea_fsdp.table(fsdp, link_mbps))
     if traffic:
         idea_mcast.plot(traffic.runs, out_dir / "mcast-allgather.png", title, fsdp or ())
     if nr_runs:

@@ -31,9 +31,9 @@ def test_a_quiet_stream_ends_after_its_remaining_chunks_time_plus_the_slack():
     for c in range(CHUNKS - 1):                  # the LAST chunk of root 7 is lost
         st.on_packet(_packet(7, c), None, 0, now=c * chunk_s)
     due = (CHUNKS - 1) * chunk_s                 # when the lost last chunk was due
-    st.streams_ended(due + slack * 0.9, chunk_s, slack)
+    assert st.streams_ended(due + slack * 0.9, chunk_s, slack) == 0
     assert not st.over[7]
-    st.streams_ended(due + slack * 1.1, chunk_s, slack)
+    assert st.streams_ended(due + slack * 1.1, chunk_s, slack) == 1
     assert st.over[7] and not st.complete(7)
     assert not any(st.over[r] for r in range(1, 4))      # the other chain: never heard
 

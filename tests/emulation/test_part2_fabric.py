@@ -90,9 +90,13 @@ def test_fsdp_reduce_scatter_next_to_ring_and_multicast_allgather(fab):
     import idea_fsdp
 
     cases = idea_fsdp.experiment(fab, 16384)
-    print("\n" + idea_fsdp.table(cases))
+    print("\n" + idea_fsdp.table(cases, LINK_MBPS))
     alone, with_ring, with_mcast = cases
     assert all(c.exact for c in cases)
     # posted at once: the Allgather really ran next to the Reduce-Scatter and slowed it
     # (the comparison ring vs multicast is reported, not asserted)
     assert with_ring.rs_cct_s > alone.rs_cct_s and with_mcast.ag_cct_s
+    # the counters saw both: multicast sends each shard once, so the busiest host sends
+    # less next to it than next to ring, and receives as much (N-1 shards either way)
+    assert with_mcast.busiest("up")[1] < with_ring.busiest("up")[1]
+    assert with_mcast.busiest("down")[1] > alone.busiest("down")[1]
