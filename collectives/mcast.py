@@ -60,6 +60,7 @@ class _State:
         self.heard = [False] * n
         self.top = [-1] * n               # highest chunk heard of each root
         self.last_at = [0.0] * n          # when each root was last heard
+        self.max_gap = 0.0                # the longest wait seen between a root's chunks
         self.requested = [False] * n
         self.told = False                 # the predecessor knows this rank is complete
         self.last_heard = time.monotonic()
@@ -74,6 +75,8 @@ class _State:
         if task != self.task or root >= self.comm.size or chunks != self.chunks \
                 or chunk >= chunks:
             return
+        if self.heard[root]:
+            self.max_gap = max(self.max_gap, now - self.last_at[root])
         self.last_heard = self.last_at[root] = now
         self.top[root] = max(self.top[root], chunk)
         if not self.heard[root]:
@@ -142,12 +145,14 @@ def chunk_time(mtu: int, rate_bps: float) -> float:
     return (mtu + 12 + wire.RBCAST_HDR.size + FRAME_OVERHEAD) * 8 / rate_bps
 
 
-def stream_slack(chunk_s: float, rtt_s: float) -> float:
+def stream_slack(chunk_s: float, rtt_s: float, max_gap_s: float = 0.0) -> float:
     """How long past its expected end a root's stream may stay quiet before the receiver
     repairs it: jitter of a few chunk times (queues shared with the other chain, repairs and
-    ACKs) or a few round trips, whichever is longer. Firing early only makes the neighbour
-    send chunks that multicast delivers anyway (duplicates); the result stays exact."""
-    return max(SLACK_CHUNKS * chunk_s, SLACK_RTTS * rtt_s)
+    ACKs), a few round trips, or twice the longest wait this receiver has seen between two
+    chunks of a root (queues another collective fills), whichever is longest. Firing early
+    only makes the neighbour send chunks that multicast delivers anyway (duplicates); the
+    result stays exact."""
+    return max(SLACK_CHUNKS * chunk_s, SLACK_RTTS * rtt_s, 2 * max_gap_s)
 
 
 def receive_timeout(shard_bytes: int, ranks: int, link_mbps: float, min_rto: float,
@@ -213,8 +218,8 @@ def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFA
                         _take_repair(st, root, msg[_CTRL.size:])
                     elif kind == _COMPLETE:
                         next_done = True
-            comm.stats.timeouts += st.streams_ended(now, chunk_s,
-                                                     stream_slack(chunk_s, _rtt(comm, prv)))
+            comm.stats.timeouts += st.streams_ended(
+                now, chunk_s, stream_slack(chunk_s, _rtt(comm, prv), st.max_gap))
             silent = now - st.last_heard
             if silent > idle:
                 # a root never heard may have lost every chunk (or not started): wait longer

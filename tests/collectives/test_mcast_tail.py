@@ -49,6 +49,14 @@ def test_a_stream_quiet_in_its_middle_waits_for_the_chunks_still_to_come():
     assert st.over[5]
 
 
+def test_the_receiver_remembers_the_longest_wait_between_a_roots_chunks():
+    st = _state()
+    for c, t in enumerate((0.0, 0.01, 0.3, 0.31)):       # a 0.29 s stall between chunks
+        st.on_packet(_packet(6, c), None, 0, now=t)
+    st.on_packet(_packet(2, 0), None, 0, now=5.0)        # a first chunk is no wait
+    assert st.max_gap == pytest.approx(0.29)
+
+
 def test_last_chunk_and_a_later_root_of_the_chain_end_a_stream_at_once():
     st = _state()
     st.on_packet(_packet(1, CHUNKS - 1, last=True), None, 0, now=0.0)
@@ -64,5 +72,6 @@ def test_the_slack_is_a_few_chunk_times_or_round_trips():
                                     * 8 / 1e6)
     assert mcast.stream_slack(chunk_s, 0.0) == pytest.approx(mcast.SLACK_CHUNKS * chunk_s)
     assert mcast.stream_slack(chunk_s, 1.0) == pytest.approx(mcast.SLACK_RTTS * 1.0)
+    assert mcast.stream_slack(chunk_s, 0.0, max_gap_s=0.5) == pytest.approx(1.0)
     # far below the receive timeout it replaces for a tail loss (64 KiB x 8 ranks)
     assert mcast.stream_slack(chunk_s, 0.02) < mcast.receive_timeout(65536, 8, 2.0, 0.1) / 10
