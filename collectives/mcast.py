@@ -9,11 +9,12 @@
    the same chain was heard, or the root's stream has gone quiet for longer than its
    remaining chunks take at the roots' pace plus a short slack (`stream_slack`: a few chunk
    times and round trips). The receiver knows every shard's size (the header's chunk count)
-   and the pace, so a lost last chunk of a chain's final root, which no later root follows,
-   costs that slack, not a whole receive timeout. A root never heard at all falls back to the
-   paper's receive timeout: the time the whole Allgather takes at line rate (shard bytes x
-   ranks / link rate) times a safety factor, never less than the transport's minimum RTO
-   times that factor, of silence, then four times that.
+   and, given the link rate, the pace, so a lost last chunk of a chain's final root, which no
+   later root follows, costs that slack, not a whole receive timeout. Unpaced roots (no link
+   rate) give no pace to expect a stream's end by: there only the other rules apply. A root
+   never heard at all falls back to the paper's receive timeout: the time the whole Allgather
+   takes at line rate (shard bytes x ranks / link rate) times a safety factor, never less
+   than the transport's minimum RTO times that factor, of silence, then four times that.
 4. Repair: a rank asks its ring predecessor (r-1) for the chunks it misses of such a root;
    the predecessor answers (RC SEND) once it holds that root's shard completely, so repair
    walks back at most to the root itself. The root never multicasts twice.
@@ -174,8 +175,8 @@ def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFA
     cfg = comm.ep.cfg
     idle = receive_timeout(shard.nbytes, n, link_mbps or cfg.line_gbps * 1e3, cfg.min_rto,
                            safety)
-    root_bps = link_mbps * 1e6 / 2 if link_mbps else cfg.line_gbps * 1e9
-    chunk_s = chunk_time(cfg.mtu, root_bps)
+    root_bps = link_mbps * 1e6 / 2 if link_mbps else None
+    chunk_s = chunk_time(cfg.mtu, root_bps) if root_bps else 0.0
     if group not in comm.groups:
         comm.ep.join(group)
         comm.groups.add(group)
@@ -200,7 +201,7 @@ def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFA
                                    f"missing roots {[r for r in range(n) if not st.complete(r)]}")
             if has_token and not sent_shard:
                 _multicast_shard(st, socket.inet_aton(group), derived_sport("mcast", me),
-                                 root_bps if link_mbps else None)
+                                 root_bps)
                 sent_shard = True
                 if me + 1 < chain.stop:
                     comm.send_control(me + 1, _CTRL.pack(_TOKEN, task, me))
@@ -218,8 +219,9 @@ def allgather_multicast(comm: Communicator, shard: np.ndarray, group: str = DEFA
                         _take_repair(st, root, msg[_CTRL.size:])
                     elif kind == _COMPLETE:
                         next_done = True
-            comm.stats.timeouts += st.streams_ended(
-                now, chunk_s, stream_slack(chunk_s, _rtt(comm, prv), st.max_gap))
+            if link_mbps:       # paced roots: the receiver knows when each stream is due
+                comm.stats.timeouts += st.streams_ended(
+                    now, chunk_s, stream_slack(chunk_s, _rtt(comm, prv), st.max_gap))
             silent = now - st.last_heard
             if silent > idle:
                 # a root never heard may have lost every chunk (or not started): wait longer
