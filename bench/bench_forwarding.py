@@ -6,8 +6,14 @@ two receivers); fabric.p4 aggregation (a NetReduce job of four workers, the cont
 written over P4Runtime). The bridge forwards the unicast frames and floods the multicast ones
 (snooping off) to the same receivers; it does not aggregate (n/a).
 
+Unicast and multicast traffic comes from bench/trafgen.c (C: sendmmsg batches paced to the
+offered load, recvmmsg counting), built with the system cc: a Python sender and receiver capped
+near 200,000 packets/s and measured themselves rather than the forwarders. Every path is offered
+the same loads, from 5,000 packets/s to flood (see RATES).
+
 Needs root. Prints one table and the ratios side by side; the native pipeline's ns per packet
 in-process is bench_p4switch.py's."""
+import functools
 import json
 import os
 import pathlib
@@ -25,67 +31,27 @@ import p4runtime_sh.shell as sh  # noqa: E402
 from netreduce_job import Job  # noqa: E402  (bench/, beside this script)
 
 sys.path.insert(0, str(ROOT / "tests"))
-from targets import compile_for, start_target  # noqa: E402
+from targets import compile_for, l3_routes, start_target  # noqa: E402
 
 from collectives import netreduce as nr  # noqa: E402
 from fabricmodel import rocev2  # noqa: E402
-from p4switch.native import available  # noqa: E402
+from p4switch.native import available, build  # noqa: E402
 
 L3 = ROOT / "tests" / "p4switch" / "device_programs" / "l3.p4"
 FABRIC = ROOT / "p4src" / "fabric.p4"
-DURATION = float(os.environ.get("BENCH_SECONDS", "3"))
+DURATION = float(os.environ.get("BENCH_SECONDS", "2"))
 PAYLOAD = 64
-RATES = (5000, 0)          # offered packets/s per run; 0 = as fast as the sender can
+# Offered packets/s per run, the same for every path; 0 = as fast as the sender can (flood).
+# At flood the sender takes a whole core of the two and starves whatever forwards in user
+# space; the paced loads show what each path delivers below and around its capacity.
+RATES = (5_000, 50_000, 200_000, 400_000, 600_000, 0)
+AGG_RATES = (5_000, 0)     # contributions/s: one Python process, below 150,000/s at flood
 HOSTS = (1, 2, 3, 4)
 HOST_MAC = {i: f"02:00:00:00:0{i}:01" for i in HOSTS}
 GW_MAC = {i: f"02:00:00:00:0{i}:fe" for i in HOSTS}
 GROUP = "239.1.0.9"
 MCAST_RECEIVERS = (2, 3)
 WINDOW = 16                # NetReduce packets per worker in flight (4 messages; the job has 8)
-
-SENDER = """
-import socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 16)
-duration, size, rate, dst = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-start = time.monotonic()
-end, n, msg = start + duration, 0, bytes(size)
-while time.monotonic() < end:
-    for _ in range(16):
-        try:
-            s.sendto(msg, (dst, 9000))
-            n += 1
-        except OSError:
-            pass
-    if rate:                       # paced: sleep until the schedule catches up
-        ahead = n / rate - (time.monotonic() - start)
-        if ahead > 0:
-            time.sleep(ahead)
-print(n)
-"""
-
-RECEIVER = """
-import socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-s.bind((sys.argv[2], 9000))
-if sys.argv[3] != "-":             # a multicast group to join
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
-                 socket.inet_aton(sys.argv[3]) + socket.inet_aton("0.0.0.0"))
-s.settimeout(1.0)
-n, first, last, give_up = 0, None, None, time.monotonic() + float(sys.argv[1]) + 5
-while time.monotonic() < give_up:
-    try:
-        s.recv(4096)
-    except TimeoutError:
-        if first is not None:
-            break
-        continue
-    last = time.monotonic()
-    first = first or last
-    n += 1
-print(n, (last - first) if first else 0)
-"""
 
 # The NetReduce workers, one process with a raw socket in each worker's namespace: packet
 # number g of every worker is sent while fewer than WINDOW of the worker's packets await their
@@ -197,19 +163,38 @@ def set_gateway_mac(hosts, macs):
                "dev", "eth0")
 
 
-def in_ns(ns, *argv):
-    return ["ip", "netns", "exec", ns, sys.executable, *argv]
+@functools.cache
+def trafgen() -> str:
+    """bench/trafgen.c built with the system cc (cached by content beside the native backend's
+    programs): the traffic source and sink of the unicast and multicast runs."""
+    if build.compiler() is None:
+        sys.exit("bench_forwarding needs a C compiler (cc) for its traffic tool bench/trafgen.c "
+                 "and none was found")
+    source = (ROOT / "bench" / "trafgen.c").read_text()
+    return str(build.executable(source, ("-O2",), "bench/trafgen.c"))
+
+
+def traffic_cmd(ns, *argv):
+    return ["ip", "netns", "exec", ns, trafgen(), *argv]
+
+
+def receive(ns, addr, group="-"):
+    return subprocess.Popen(traffic_cmd(ns, "recv", addr, group, str(DURATION)),
+                            stdout=subprocess.PIPE, text=True)
+
+
+def send(ns, dst, rate) -> int:
+    return int(sh_run(*traffic_cmd(ns, "send", dst, str(DURATION), str(PAYLOAD),
+                                   str(rate))).stdout)
 
 
 def unicast(hosts, rate):
     """Host 1 to host 2: (offered pps, delivered pps, delivered fraction). Delivered per s
     of the time the receiver saw packets, at least 0.9 of the run (so that a backlog let go
     in one burst after a stall does not count as a rate)."""
-    receiver = subprocess.Popen(in_ns(hosts[2], "-c", RECEIVER, str(DURATION), "10.0.2.1", "-"),
-                                stdout=subprocess.PIPE, text=True)
+    receiver = receive(hosts[2], "10.0.2.1")
     time.sleep(0.5)
-    sent = int(sh_run(*in_ns(hosts[1], "-c", SENDER, str(DURATION), str(PAYLOAD), str(rate),
-                             "10.0.2.1")).stdout)
+    sent = send(hosts[1], "10.0.2.1", rate)
     got, span = receiver.communicate(timeout=30)[0].split()
     return sent / DURATION, int(got) / max(float(span), 0.9 * DURATION), int(got) / max(sent, 1)
 
@@ -217,11 +202,9 @@ def unicast(hosts, rate):
 def multicast(hosts, rate):
     """Host 1 to GROUP, received by MCAST_RECEIVERS: offered pps, copies delivered per s
     (summed over the receivers), delivered fraction of the copies owed."""
-    receivers = [subprocess.Popen(in_ns(hosts[i], "-c", RECEIVER, str(DURATION), GROUP, GROUP),
-                                  stdout=subprocess.PIPE, text=True) for i in MCAST_RECEIVERS]
+    receivers = [receive(hosts[i], GROUP, GROUP) for i in MCAST_RECEIVERS]
     time.sleep(0.5)
-    sent = int(sh_run(*in_ns(hosts[1], "-c", SENDER, str(DURATION), str(PAYLOAD), str(rate),
-                             GROUP)).stdout)
+    sent = send(hosts[1], GROUP, rate)
     counts = [r.communicate(timeout=30)[0].split() for r in receivers]
     got = sum(int(n) for n, _ in counts)
     span = max(float(t) for _, t in counts)
@@ -245,13 +228,8 @@ def aggregation(hosts, rate, job):
             out["results"] / max(out["sent"], 1))
 
 
-def l3_routes(p4info):
-    for i in (1, 2):
-        te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.forward")
-        te.match["hdr.ipv4.dstAddr"] = f"10.0.{i}.0/24"
-        te.action["port"], te.action["dmac"] = str(i), HOST_MAC[i]
-        te.action["smac"] = GW_MAC[i]
-        te.insert()
+def l3_program_routes(p4info):
+    l3_routes({i: HOST_MAC[i] for i in (1, 2)}, GW_MAC)
 
 
 def fabric_routes(p4info):
@@ -289,7 +267,7 @@ def netreduce_job(p4info, job):
 
 # traffic -> (program, what P4Runtime writes, how it is measured)
 TRAFFIC = {
-    "l3.p4 routed": (L3, l3_routes, unicast),
+    "l3.p4 routed": (L3, l3_program_routes, unicast),
     "fabric.p4 routed": (FABRIC, fabric_routes, unicast),
     "fabric.p4 multicast x2": (FABRIC, fabric_group, multicast),
     "fabric.p4 netreduce x4": (FABRIC, netreduce_job, aggregation),
@@ -313,7 +291,7 @@ def through_switch(target, traffic, hosts, sw_ends, configs, job):
             if how is aggregation:
                 job.next_g = 0                  # a new switch: the job starts afresh
                 write(sh.context.p4info, job)
-                return [aggregation(hosts, rate, job) for rate in RATES]
+                return [aggregation(hosts, rate, job) for rate in AGG_RATES]
             write(sh.context.p4info)
             return [how(hosts, rate) for rate in RATES]
         finally:
@@ -347,6 +325,7 @@ NAMES = {"p4switch-native": "p4switch native", "p4switch-python": "p4switch pyth
 def main():
     if os.geteuid() != 0:
         sys.exit("bench_forwarding needs root (network namespaces)")
+    trafgen()                                   # no cc: stop before building anything
     targets = (["p4switch-native"] if available() else []) + ["p4switch-python"]
     if shutil.which("simple_switch_grpc") and shutil.which("p4c-bm2-ss"):
         targets.append("bmv2")
@@ -364,23 +343,27 @@ def main():
     finally:
         for ns in hosts.values():
             sh_run("ip", "netns", "del", ns, check=False)
-    print(f"\n{PAYLOAD}-byte UDP payloads from one Python sender (multicast: to 2 receivers, "
-          f"delivered = copies/s summed); netreduce: 4 workers' 1 KiB contributions from one "
-          f"Python process, at most {WINDOW} per worker awaiting the result, delivered = "
-          f"results/s summed over the workers (= contributions aggregated/s); {DURATION:g} s "
-          f"per run; simple_switch_grpc is BMv2 1.15.5 built -O0")
+    report(targets, runs, bridge)
+
+
+def report(targets, runs, bridge):
+    print(f"\n{PAYLOAD}-byte UDP payloads from bench/trafgen.c (C, sendmmsg batches, paced to "
+          f"the offered load; multicast: to 2 receivers, delivered = copies/s summed), counted "
+          f"by trafgen.c (recvmmsg); netreduce: 4 workers' 1 KiB contributions from one Python "
+          f"process, at most {WINDOW} per worker awaiting the result, delivered = results/s "
+          f"summed over the workers (= contributions aggregated/s); {DURATION:g} s per run; "
+          f"simple_switch_grpc is BMv2 1.15.5 built -O0")
     print(f"{'traffic':<24}{'path':<24}{'offered':>8}{'offered pps':>13}{'delivered pps':>15}"
           f"{'delivered':>11}{'vs bridge':>11}{'vs python':>11}")
-    flood = len(RATES) - 1
     for traffic, (_, _, how) in TRAFFIC.items():
         base = bridge.get(how)
-        for i, rate in enumerate(RATES):
+        for i, rate in enumerate(AGG_RATES if how is aggregation else RATES):
             rows = ([("linux bridge" + (" (flood)" if how is multicast else ""), base[i])]
                     if base else [("linux bridge", None)])
             rows += [(NAMES[t], runs[(traffic, t)][i]) for t in targets]
             python = runs[(traffic, "p4switch-python")][i][1]
             for name, result in rows:
-                label = f"{rate}/s" if rate else "flood"
+                label = f"{rate // 1000}k/s" if rate else "flood"
                 if result is None:
                     print(f"{traffic:<24}{name:<24}{label:>8}{'n/a: no aggregation':>39}")
                     continue
@@ -389,19 +372,25 @@ def main():
                       f"{100 * frac:>10.1f}%"
                       + (f"{delivered / base[i][1]:>10.2f}x" if base else f"{'-':>11}")
                       + (f"{delivered / python:>10.2f}x" if python else f"{'-':>11}"))
-    print("\nnative vs the others at flood (delivered pps):")
+    print("\nEach path's capacity: the most it delivered at any offered load above, and "
+          "native's capacity as a multiple of it:")
     for traffic, (_, _, how) in TRAFFIC.items():
         native = runs.get((traffic, "p4switch-native"))
         if not native:
             continue
-        python = runs[(traffic, "p4switch-python")][flood][1]
-        parts = [f"{native[flood][1] / python:.1f}x python" if python else "python: none"]
+        paths = [(NAMES[t], runs[(traffic, t)]) for t in targets]
         if how in bridge:
-            parts.append(f"{native[flood][1] / bridge[how][flood][1]:.2f}x bridge")
-        if "bmv2" in targets:
-            parts.append(f"{native[flood][1] / runs[(traffic, 'bmv2')][flood][1]:.1f}x "
-                         f"simple_switch_grpc")
-        print(f"  {traffic:<24}" + ", ".join(parts))
+            paths.insert(0, ("linux bridge", bridge[how]))
+        rates = AGG_RATES if how is aggregation else RATES
+        best = max(r[1] for r in native)
+        parts = []
+        for name, results in paths:
+            i = max(range(len(results)), key=lambda i: results[i][1])
+            label = f"{rates[i] // 1000}k/s" if rates[i] else "flood"
+            ratio = (f": native {best / results[i][1]:.2f}x" if name != NAMES["p4switch-native"]
+                     else "")
+            parts.append(f"{name} {results[i][1]:,.0f} (at {label}){ratio}")
+        print(f"  {traffic:<24}" + "; ".join(parts))
 
 
 if __name__ == "__main__":

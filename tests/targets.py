@@ -1,5 +1,6 @@
 """Test helpers: a P4Runtime target with no program (p4switch on either backend, or BMv2's
-simple_switch_grpc) and the pipeline config each one takes."""
+simple_switch_grpc), the pipeline config each one takes, and the routes of the L3 program
+(tests/p4switch/device_programs/l3.p4) that the device tests and bench_forwarding.py use."""
 from __future__ import annotations
 
 import pathlib
@@ -9,6 +10,7 @@ import sys
 import threading
 import time
 
+import p4runtime_sh.shell as sh
 from google.protobuf import text_format
 
 import p4switch
@@ -122,3 +124,14 @@ def compile_for(target: str, program: str, outdir: str) -> tuple[str, str]:
     pathlib.Path(f"{stem}.p4info.txtpb").write_text(text_format.MessageToString(info))
     pathlib.Path(f"{stem}.p4switch.bin").write_bytes(config)
     return f"{stem}.p4info.txtpb", f"{stem}.p4switch.bin"
+
+
+def l3_routes(host_mac: dict[int, str], gw_mac: dict[int, str]) -> None:
+    """l3.p4's routes over the P4Runtime shell's open connection: 10.0.<i>.0/24 leaves port i
+    addressed to host_mac[i] from gw_mac[i], for every i in host_mac."""
+    for i in host_mac:
+        te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.forward")
+        te.match["hdr.ipv4.dstAddr"] = f"10.0.{i}.0/24"
+        te.action["port"], te.action["dmac"] = str(i), host_mac[i]
+        te.action["smac"] = gw_mac[i]
+        te.insert()

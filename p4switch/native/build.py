@@ -1,6 +1,7 @@
 """Compiles a program's C with the system C compiler, cached by content hash, and loads it with
 ctypes. Every load gets its own copy of the shared object, so two switches running the same
-program in one process do not share tables or registers."""
+program in one process do not share tables or registers. `executable` builds a standalone C tool
+(bench/trafgen.c) into the same cache."""
 from __future__ import annotations
 
 import ctypes
@@ -26,24 +27,35 @@ def cache_dir() -> Path:
 
 
 def shared_object(source: str) -> Path:
+    """The program's shared object, built once per content."""
+    return built(source, CFLAGS, ".so", "the native backend")
+
+
+def executable(source: str, flags: tuple[str, ...] = ("-O2",),
+               purpose: str = "this tool") -> Path:
+    """A C program (e.g. bench/trafgen.c) built once per content into the same cache."""
+    return built(source, list(flags), "", purpose)
+
+
+def built(source: str, flags: list[str], suffix: str, purpose: str) -> Path:
     cc = compiler()
     if cc is None:
-        raise RuntimeError("the native backend needs a C compiler (cc) and none was found")
-    digest = hashlib.sha256((" ".join(CFLAGS) + "\n" + source).encode()).hexdigest()[:24]
-    so = cache_dir() / f"{digest}.so"
-    if so.exists():
-        return so
+        raise RuntimeError(f"{purpose} needs a C compiler (cc) and none was found")
+    digest = hashlib.sha256((" ".join(flags) + "\n" + source).encode()).hexdigest()[:24]
+    out_path = cache_dir() / f"{digest}{suffix}"
+    if out_path.exists():
+        return out_path
     with tempfile.TemporaryDirectory() as tmp:
         c = Path(tmp) / "prog.c"
         c.write_text(source)
-        out = Path(tmp) / "prog.so"
-        run = subprocess.run([cc, *CFLAGS, "-o", str(out), str(c)], capture_output=True, text=True)
+        out = Path(tmp) / "prog.out"
+        run = subprocess.run([cc, *flags, "-o", str(out), str(c)], capture_output=True, text=True)
         if run.returncode != 0:
-            raise RuntimeError(f"cc failed on the generated program:\n{run.stderr[-4000:]}")
-        tmp_so = so.with_suffix(f".{os.getpid()}.tmp")
-        shutil.copyfile(out, tmp_so)
-        os.replace(tmp_so, so)
-    return so
+            raise RuntimeError(f"cc failed on {purpose}'s C:\n{run.stderr[-4000:]}")
+        tmp_out = cache_dir() / f"{digest}.{os.getpid()}.tmp"
+        shutil.copy2(out, tmp_out)
+        os.replace(tmp_out, out_path)
+    return out_path
 
 
 def load(source: str) -> ctypes.CDLL:

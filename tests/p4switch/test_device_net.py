@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from targets import compile_for, start_target
+from targets import compile_for, l3_routes, start_target
 
 from p4switch.device.control import send_command
 from p4switch.device.process import SwitchProcess
@@ -168,12 +168,7 @@ def test_l3_ping_udp_and_counters(target, netns_factory, links, tmp_path):
         sh.setup(device_id=1, grpc_addr=switch.grpc_addr, election_id=(0, 1), config=config,
                  verbose=False)
         try:
-            for i in (1, 2):
-                te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.forward")
-                te.match["hdr.ipv4.dstAddr"] = f"10.0.{i}.0/24"
-                te.action["port"], te.action["dmac"] = str(i), HOST_MAC[i]
-                te.action["smac"] = GW_MAC[i]
-                te.insert()
+            l3_routes(HOST_MAC, GW_MAC)
 
             ping = in_ns(hosts[1], "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.0.2.1")
             assert ping.returncode == 0, ping.stdout + ping.stderr
