@@ -189,32 +189,35 @@ def send(ns, dst, rate) -> int:
 
 
 def unicast(hosts, rate):
-    """Host 1 to host 2: (offered pps, delivered pps, delivered fraction). Delivered per s
+    """Host 1 to host 2: (offered pps, delivered pps, delivered fraction, packets delivered).
+    Delivered per s
     of the time the receiver saw packets, at least 0.9 of the run (so that a backlog let go
     in one burst after a stall does not count as a rate)."""
     receiver = receive(hosts[2], "10.0.2.1")
     time.sleep(0.5)
     sent = send(hosts[1], "10.0.2.1", rate)
     got, span = receiver.communicate(timeout=30)[0].split()
-    return sent / DURATION, int(got) / max(float(span), 0.9 * DURATION), int(got) / max(sent, 1)
+    got = int(got)
+    return sent / DURATION, got / max(float(span), 0.9 * DURATION), got / max(sent, 1), got
 
 
 def multicast(hosts, rate):
     """Host 1 to GROUP, received by MCAST_RECEIVERS: offered pps, copies delivered per s
-    (summed over the receivers), delivered fraction of the copies owed."""
+    (summed over the receivers), delivered fraction of the copies owed, copies delivered."""
     receivers = [receive(hosts[i], GROUP, GROUP) for i in MCAST_RECEIVERS]
     time.sleep(0.5)
     sent = send(hosts[1], GROUP, rate)
     counts = [r.communicate(timeout=30)[0].split() for r in receivers]
     got = sum(int(n) for n, _ in counts)
     span = max(float(t) for _, t in counts)
-    return sent / DURATION, got / max(span, 0.9 * DURATION), got / max(sent * len(receivers), 1)
+    return (sent / DURATION, got / max(span, 0.9 * DURATION), got / max(sent * len(receivers), 1),
+            got)
 
 
 def aggregation(hosts, rate, job):
     """The NetReduce job's workers h1..h4 on hosts 1..4 (switch ports 1..4): contributions
     offered per s, results delivered per s (summed over the workers: each stands for one
-    contribution aggregated), delivered fraction. The packet numbers go on from the job's
+    contribution aggregated), delivered fraction, results delivered. The packet numbers go on from the job's
     last run on this switch (job.next_g): a number seen before would be a retransmission."""
     eth_ip_udp = 14 + 20 + 8
     cfg = {"duration": DURATION, "rate": rate, "window": WINDOW,
@@ -225,7 +228,7 @@ def aggregation(hosts, rate, job):
     out = json.loads(sh_run(sys.executable, "-c", AGGREGATE, json.dumps(cfg)).stdout)
     job.next_g = out["g"]
     return (out["sent"] / DURATION, out["results"] / max(out["span"], 0.9 * DURATION),
-            out["results"] / max(out["sent"], 1))
+            out["results"] / max(out["sent"], 1), out["results"])
 
 
 def l3_program_routes(p4info):
@@ -274,8 +277,23 @@ TRAFFIC = {
 }
 
 
+def cpu_seconds(pid) -> float:
+    """User + system CPU time of process pid and all its threads so far."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def costed(pid, measure, *args):
+    """measure(*args)'s result with its packet count replaced by the CPU time process pid spent per
+    packet delivered (us), in the kernel on its behalf too (recvmmsg, sendmmsg into the veths)."""
+    before = cpu_seconds(pid)
+    *result, packets = measure(*args)
+    return (*result, 1e6 * (cpu_seconds(pid) - before) / packets if packets else None)
+
+
 def through_switch(target, traffic, hosts, sw_ends, configs, job):
-    """target: p4switch-native, p4switch-python or bmv2; configs caches compiled programs."""
+    """target: p4switch-native, p4switch-python or bmv2; configs caches compiled programs.
+    -> [(offered pps, delivered pps, delivered fraction, switch CPU us per packet)] per rate."""
     program, write, how = TRAFFIC[traffic]
     if (target, program) not in configs:
         configs[(target, program)] = sh.FwdPipeConfig(
@@ -285,15 +303,16 @@ def through_switch(target, traffic, hosts, sw_ends, configs, job):
     if target.startswith("p4switch"):
         switch.args += ["--queue-depth", "1024"]
     with switch:
+        pid = switch.proc.pid
         sh.setup(device_id=1, grpc_addr=switch.grpc_addr, election_id=(0, 1), verbose=False,
                  config=configs[(target, program)])
         try:
             if how is aggregation:
                 job.next_g = 0                  # a new switch: the job starts afresh
                 write(sh.context.p4info, job)
-                return [aggregation(hosts, rate, job) for rate in AGG_RATES]
+                return [costed(pid, aggregation, hosts, rate, job) for rate in AGG_RATES]
             write(sh.context.p4info)
-            return [how(hosts, rate) for rate in RATES]
+            return [costed(pid, how, hosts, rate) for rate in RATES]
         finally:
             sh.teardown()
 
@@ -313,7 +332,9 @@ def through_bridge(hosts, sw_ends):
         sh_run("ip", "-n", ns, "link", "set", "br0", "up")
         # Same frames as through the router: the gateway MAC resolves to the other host.
         set_gateway_mac(hosts, {1: HOST_MAC[2], 2: HOST_MAC[1], 3: HOST_MAC[1], 4: HOST_MAC[1]})
-        return {how: [how(hosts, rate) for rate in RATES] for how in (unicast, multicast)}
+        # the bridge forwards in the kernel, in the sender's system calls: no process to cost
+        return {how: [how(hosts, rate)[:3] + (None,) for rate in RATES]
+                for how in (unicast, multicast)}
     finally:
         sh_run("ip", "netns", "del", ns, check=False)
 
@@ -354,7 +375,7 @@ def report(targets, runs, bridge):
           f"summed over the workers (= contributions aggregated/s); {DURATION:g} s per run; "
           f"simple_switch_grpc is BMv2 1.15.5 built -O0")
     print(f"{'traffic':<24}{'path':<24}{'offered':>8}{'offered pps':>13}{'delivered pps':>15}"
-          f"{'delivered':>11}{'vs bridge':>11}{'vs python':>11}")
+          f"{'delivered':>11}{'vs bridge':>11}{'vs python':>11}{'switch CPU':>12}")
     for traffic, (_, _, how) in TRAFFIC.items():
         base = bridge.get(how)
         for i, rate in enumerate(AGG_RATES if how is aggregation else RATES):
@@ -367,13 +388,15 @@ def report(targets, runs, bridge):
                 if result is None:
                     print(f"{traffic:<24}{name:<24}{label:>8}{'n/a: no aggregation':>39}")
                     continue
-                offered, delivered, frac = result
+                offered, delivered, frac, cpu = result
                 print(f"{traffic:<24}{name:<24}{label:>8}{offered:>13,.0f}{delivered:>15,.0f}"
                       f"{100 * frac:>10.1f}%"
                       + (f"{delivered / base[i][1]:>10.2f}x" if base else f"{'-':>11}")
-                      + (f"{delivered / python:>10.2f}x" if python else f"{'-':>11}"))
-    print("\nEach path's capacity: the most it delivered at any offered load above, and "
-          "native's capacity as a multiple of it:")
+                      + (f"{delivered / python:>10.2f}x" if python else f"{'-':>11}")
+                      + (f"{cpu:>7.2f} us/p" if cpu is not None else f"{'-':>12}"))
+    print("\nEach path's capacity (the most it delivered at any offered load above), native's "
+          "capacity as a multiple of it, and the switch process's CPU time per packet at that "
+          "load (in the kernel on its behalf too) as a multiple of native's:")
     for traffic, (_, _, how) in TRAFFIC.items():
         native = runs.get((traffic, "p4switch-native"))
         if not native:
@@ -382,15 +405,17 @@ def report(targets, runs, bridge):
         if how in bridge:
             paths.insert(0, ("linux bridge", bridge[how]))
         rates = AGG_RATES if how is aggregation else RATES
-        best = max(r[1] for r in native)
-        parts = []
+        top = max(native, key=lambda r: r[1])
+        print(f"  {traffic}")
         for name, results in paths:
             i = max(range(len(results)), key=lambda i: results[i][1])
             label = f"{rates[i] // 1000}k/s" if rates[i] else "flood"
-            ratio = (f": native {best / results[i][1]:.2f}x" if name != NAMES["p4switch-native"]
-                     else "")
-            parts.append(f"{name} {results[i][1]:,.0f} (at {label}){ratio}")
-        print(f"  {traffic:<24}" + "; ".join(parts))
+            line = f"    {name:<24}{results[i][1]:>11,.0f} pps at {label:<7}"
+            line += f"{top[1] / results[i][1]:>8.2f}x" if results[i] is not top else f"{'':>9}"
+            cpu = results[i][3]
+            if cpu is not None:
+                line += f"{cpu:>9.2f} us/p" + (f"{cpu / top[3]:>7.1f}x" if top[3] else "")
+            print(line)
 
 
 if __name__ == "__main__":
