@@ -42,7 +42,7 @@ ECN_PACKETS = 32                       # fabricd's default queue-length threshol
 # 2.6x at 128, where CCT stops shrinking (the CPU-bound floor); ring all-reduce sits near 1.3x
 # at every rate up to 64 (a cost in packet times, not CPU), 1.9x at 128. What runs out is the
 # hosts' Python RoCE transport (~13-20 us of CPU per packet, bench_transport): 4 ranks at
-# 64 Mbit/s move ~7,400 packets/s each way, while a native switch forwards 180,000+ packets/s
+# 64 Mbit/s move ~7,400 packets/s each way, while a native switch forwards 400,000+ packets/s
 # (bench_forwarding). 32 leaves a factor of two to that knee.
 LINK_MBPS = 32.0
 
