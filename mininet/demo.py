@@ -21,6 +21,7 @@ import part2
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
 from failures import failure_runs, failure_table
+from host_nic import pace_nics
 from ideas import Ranks
 from ideas import table as ideas_table
 from p4_switch import COMPILERS, MAX_LINK_MBPS, TARGETS, missing_tools
@@ -271,6 +272,8 @@ def part_one_runs(target, topology, topo, link_mbps, queue_depth, window, ack_ev
     try:
         net.start()
         configure_hosts(net, topo)
+        if link_mbps:
+            pace_nics(net, topo, link_mbps)
         with Fabricd(topology, logs, compiler=COMPILERS[target],
                      ecn_delay_us=_ecn_delay_us(link_mbps)) as fabricd:
             state = fabricd.ctl("state")

@@ -3,7 +3,7 @@ controller/topologies/leafspine-4x4-h2.yaml: 4 leaves, 4 spines, 8 hosts), so th
 racks and their traffic crosses spines. This module builds and tears down that fabric and
 reads the bytes on every leaf-spine link from the switches' counters.
 
-The hosts' NICs send at the link rate too (`pace_nics`): with only the switches paced, a
+The hosts' NICs send at the link rate too (`host_nic.pace_nics`): with only the switches paced, a
 host hands a whole window to its leaf at once, the window waits in the leaf's port, and every
 ACK that crosses that port waits behind it. With 64 KiB per rank a window is a whole ring
 step, so such a wait doubled a step at random (steps of 70 or 140 ms, CCTs 1.6x apart) and
@@ -16,6 +16,7 @@ from pathlib import Path
 import grpc
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
+from host_nic import pace_nics
 from ideas import Ranks
 
 from controller.proto import fabric_pb2 as api
@@ -61,18 +62,6 @@ class Fabric:
         result = fn()
         after = self.link_bytes(hosts)
         return result, {k: after[k] - before[k] for k in after}
-
-
-def pace_nics(net, topo, link_mbps: float) -> None:
-    """Every host's interface sends at most `link_mbps` (a token bucket of one frame, as a
-    NIC serialises onto its link), its queue large enough for every posted window."""
-    for h in topo.hosts.values():
-        node = net.get(h.name)
-        out = node.cmd(f"tc qdisc replace dev {h.intf} root tbf rate {link_mbps:g}mbit "
-                       f"burst 1600 limit 8mb")
-        if out.strip():
-            raise RuntimeError(f"{h.name}: cannot pace {h.intf} at {link_mbps:g} Mbit/s: "
-                               f"{out.strip()}")
 
 
 @contextmanager
