@@ -30,9 +30,10 @@ def _nbytes(x: np.ndarray, s: slice) -> int:
 # ACKs. That is what the link-rate bound 2(N-1)/N x S / B assumes: with one message per step
 # and a wait for every send's ACK (`exchange`), each of the 2(N-1) steps also paid a round
 # trip and the time to receive the whole chunk before forwarding its first byte, ~1.3x the
-# bound at every link rate. 16 KiB (16 packets of 1 KiB, half the demo's window of 32) was
-# measured against 4, 8 and 32 KiB on the demo's fabric (README, "The demo"): smaller slices
-# start forwarding sooner but cost more messages (one ACK request and one policy plan each).
+# bound at every link rate. A slice of 16 KiB is 16 packets of 1 KiB, half the demo's window
+# of 32: a rank forwards a step's first slice after 1/8 of a 128 KiB chunk (the demo's),
+# long before its own link has sent its chunk, and each slice costs one message (one ACK
+# request, one policy plan). Measured in the demo at 24 Mbit/s (README, "The demo").
 RING_SLICE_BYTES = 16 << 10
 
 

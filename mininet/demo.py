@@ -36,16 +36,14 @@ ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ("ecmp", "spray", "reps", "ethereal")
 ECN_PACKETS = 32                       # fabricd's default queue-length threshold, in packets
 # The links' rate when neither --link-mbps nor the topology's link_mbps gives one: the fastest
-# at which the leaf-spine-2x2 demo stays link-bound on 2 shared cores with native switches
-# (README, "The demo": "vs ideal" of one run per rate, measured with a window of 16 and an ACK
-# per packet; today's window of 32 with fewer ACKs needs less CPU). Ethereal's all-to-all ran
-# at 1.03x / 1.07x / 1.10-1.12x / 1.21x its link-rate bound at 8 / 16 / 32 / 64 Mbit/s and at
-# 2.6x at 128, where CCT stops shrinking (the CPU-bound floor); ring all-reduce sits near 1.3x
-# at every rate up to 64 (a cost in packet times, not CPU), 1.9x at 128. What runs out is the
-# hosts' Python RoCE transport (~13-20 us of CPU per packet, bench_transport): 4 ranks at
-# 64 Mbit/s move ~7,400 packets/s each way, while a native switch forwards 400,000+ packets/s
-# (bench_forwarding). 32 leaves a factor of two to that knee.
-LINK_MBPS = 32.0
+# measured at which the uncongested ring all-reduce stays within 1.1x of its link-rate bound on
+# 2 shared cores with native switches (README, "The demo": "vs ideal" of one run per rate and
+# policy, pipelined ring, host_nic's NICs). ECMP / Ethereal ring all-reduce ran at 1.02-1.03x
+# at 8 Mbit/s, 1.02-1.05x at 16, 1.03-1.07x at 24 (one outlier of three at 1.39x under load),
+# 1.04-1.05x / 1.10-1.11x at 32 and 1.41x / 1.86x at 64, where the hosts' Python RoCE
+# transport (~13-20 us of CPU per packet, bench_transport) and the shaping share the two
+# cores; a native switch forwards 400,000+ packets/s (bench_forwarding).
+LINK_MBPS = 24.0
 
 
 def _choices(text: str, known: tuple[str, ...], what: str) -> list[str]:
