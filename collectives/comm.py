@@ -26,7 +26,7 @@ class CommConfig:
     qps: int = 1
     seed: int = 0
     port: int = DEFAULT_PORT
-    timeout: float = 60.0            # one collective step
+    timeout: float = 60.0            # one wait: a collective step, a ring slice
     join_timeout: float = 15.0
     topology: object = None          # fabricmodel.topology.Topology, for Ethereal
     hosts: list[str] | None = None   # host name of every rank in `topology`
