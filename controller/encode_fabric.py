@@ -111,8 +111,9 @@ def switch_state(topo: Topology, plan: SwitchPlan) -> State:
     for j in plan.jobs:
         entries.append(TableEntry(
             "FabricIngress.switchml_jobs", {"hdr.ipv4.dstAddr": me.service_ip, "hdr.sml.jobId": j.job_id},
-            "FabricIngress.switchml_job", {"result_ip": j.result_ip, "slot_base": j.slot_base,
-                                "num_slots": j.slots, "num_workers": j.workers}))
+            "FabricIngress.switchml_job", {"gen": j.generation, "result_ip": j.result_ip,
+                                           "slot_base": j.slot_base, "num_slots": j.slots,
+                                           "num_workers": j.workers}))
     for tables, groups in plan.netreduce:
         entries.extend(tables)
         state.multicast_groups.extend(groups)

@@ -15,7 +15,13 @@ import yaml
 
 from controller import aggregation, multicast
 from controller.allocate import first_fit
-from controller.netreduce import NetReduceError, NetReduceJob, NetReducePlanner, Stage
+from controller.netreduce import (
+    NetReduceError,
+    NetReduceJob,
+    NetReducePlanner,
+    Stage,
+    next_generation,
+)
 from controller.vclos import AllocationError, Slice, VClosAllocator
 from fabricmodel import ethereal, topology
 from fabricmodel.routing import Routing
@@ -53,6 +59,7 @@ class JobIntent:
     slots: int
     group_id: int            # the result's multicast group (not a named GroupIntent)
     slice_id: int
+    generation: int          # tells the job's slot state from an earlier job's in those slots
 
     @property
     def result_ip(self) -> str:
@@ -84,7 +91,7 @@ class Intent:
     groups: dict[str, GroupIntent] = field(default_factory=dict)
     jobs: dict[str, JobIntent] = field(default_factory=dict)
     nr_jobs: dict[str, NetReduceJob] = field(default_factory=dict)
-    nr_generation: int = 0
+    generation: int = 0      # the last one given to an aggregation job (netreduce.next_generation)
     steps: dict[str, StepIntent] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -261,8 +268,12 @@ class Intent:
         leaf = aggregation.aggregating_leaf(self.topo, workers)
         base = self._free_slots(leaf, slots, name)
         job_id = min(set(range(1, len(self.jobs) + 2)) - {j.job_id for j in self.jobs.values()})
-        job = JobIntent(name, job_id, tuple(workers), leaf, base, slots, self._free_group_id(),
-                        sl.slice_id if sl else 0)
+        # Job ids and slots are reused and fabricd writes no registers: the generation is
+        # what makes the slots' kept state of an earlier job stale to this one.
+        group_id = self._free_group_id()
+        self.generation = next_generation(self.generation)
+        job = JobIntent(name, job_id, tuple(workers), leaf, base, slots, group_id,
+                        sl.slice_id if sl else 0, self.generation)
         self.jobs[name] = job
         return job
 
@@ -284,7 +295,7 @@ class Intent:
         if job_id is None:
             raise IntentError("RESOURCE_EXHAUSTED", "every NetReduce job id (QP index) is in use")
         planner = NetReducePlanner(self.topo, {j.job_id: j for j in self.nr_jobs.values()},
-                                   self.nr_generation)
+                                   self.generation)
         used = {g.group_id for g in self.groups.values()} | {j.group_id for j in self.jobs.values()}
         try:
             job = planner.create(job_id, name, workers, credits, used_groups=used)
@@ -292,7 +303,7 @@ class Intent:
             code = "RESOURCE_EXHAUSTED" if "free" in str(err) or "in use" in str(err) \
                 else "INVALID_ARGUMENT"
             raise IntentError(code, str(err)) from None
-        self.nr_generation = planner.generation
+        self.generation = planner.generation
         self.nr_jobs[name] = job
         return job
 
@@ -348,7 +359,7 @@ class Intent:
             "groups": [asdict(g) for g in self.groups.values()],
             "jobs": [asdict(j) for j in self.jobs.values()],
             "nr_jobs": [asdict(j) for j in self.nr_jobs.values()],
-            "nr_generation": self.nr_generation,
+            "generation": self.generation,
             "steps": [asdict(s) for s in self.steps.values()],
         }, indent=1)
 
@@ -365,13 +376,14 @@ class Intent:
         for g in data["groups"]:
             intent.groups[g["name"]] = GroupIntent(**{**g, "members": tuple(g["members"])})
         for j in data["jobs"]:
-            intent.jobs[j["name"]] = JobIntent(**{**j, "workers": tuple(j["workers"])})
+            intent.jobs[j["name"]] = JobIntent(**{"generation": 0, **j,
+                                                  "workers": tuple(j["workers"])})
         for j in data.get("nr_jobs", []):
             stages = tuple(Stage(**{**st, "children": tuple(st["children"])})
                            for st in j["stages"])
             intent.nr_jobs[j["name"]] = NetReduceJob(**{**j, "workers": tuple(j["workers"]),
                                                         "stages": stages})
-        intent.nr_generation = data.get("nr_generation", 0)
+        intent.generation = data.get("generation", data.get("nr_generation", 0))
         for s in data["steps"]:
             flows = tuple(ethereal.Flow(**f) for f in s["flows"])
             intent.steps[s["name"]] = StepIntent(s["name"], flows, s["pins"])

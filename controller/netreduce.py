@@ -89,6 +89,12 @@ class NetReduceJob:
         return self.credits * NR_MSG_PKTS
 
 
+def next_generation(previous: int) -> int:
+    """The generation after `previous` (8 bits, never 0: fresh registers hold 0). SwitchML
+    jobs take theirs from the same sequence (controller.intent)."""
+    return previous % 255 + 1
+
+
 @dataclass
 class NetReducePlanner:
     topo: Topology
@@ -115,7 +121,7 @@ class NetReducePlanner:
             stages.append(self._stage(spine, spine_address(self.topo.switch(spine).index),
                                       credits, len(leaves), groups.pop(0),
                                       tuple(s.switch for s in stages), None, job_id))
-        self.generation = self.generation % 255 + 1
+        self.generation = next_generation(self.generation)
         job = NetReduceJob(job_id, name, tuple(workers), credits, self.generation, tuple(stages))
         self.jobs[job_id] = job
         return job

@@ -55,6 +55,7 @@ class AggEntry:
     slots: int
     workers: int
     group_id: int
+    generation: int
 
 
 @dataclass
@@ -153,4 +154,4 @@ def _add_job(intent: Intent, plans, job: JobIntent) -> None:
     for sw, replicas in tree.items():
         plans[sw].groups.append(McastEntry(job.slice_id, address, job.group_id, replicas))
     plans[job.leaf].jobs.append(AggEntry(job.job_id, address, job.slot_base, job.slots,
-                                         len(job.workers), job.group_id))
+                                         len(job.workers), job.group_id, job.generation))

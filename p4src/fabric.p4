@@ -26,6 +26,9 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
 
     register<bit<32>>(SML_SETS) switchml_bitmap;
     register<bit<8>>(SML_SETS) switchml_count;
+    /* The generation of the job that last wrote the set: slots outlive their job, and job
+     * ids are reused, so a set of another generation is empty to this job. */
+    register<bit<8>>(SML_SETS) switchml_gen;
     SML_FOR_EACH(SML_DECLARE)
 
     bit<32> sml_index;
@@ -86,8 +89,9 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     /* ---- in-network aggregation ---- */
-    action switchml_job(bit<32> result_ip, bit<16> slot_base, bit<16> num_slots,
-                   bit<8> num_workers) {
+    action switchml_job(bit<8> gen, bit<32> result_ip, bit<16> slot_base, bit<16> num_slots,
+                        bit<8> num_workers) {
+        meta.sml_gen = gen;
         meta.sml_result_ip = result_ip;
         meta.sml_slot_base = slot_base;
         meta.sml_num_slots = num_slots;
@@ -294,11 +298,20 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
                     bit<32> bitmap;
                     bit<32> other_bitmap;
                     bit<8> count;
+                    bit<8> cell_gen;
                     sml_index = slot_cell | (bit<32>)sml_version;
                     switchml_bitmap.read(bitmap, sml_index);
                     switchml_count.read(count, sml_index);
+                    switchml_gen.read(cell_gen, sml_index);
+                    if (cell_gen != meta.sml_gen) {
+                        /* An earlier job's set: it starts fresh, or its complete bitmap
+                         * would answer this job's first contribution with that job's sums. */
+                        bitmap = 0;
+                        count = 0;
+                    }
                     if ((bitmap & worker_bit) == 0) {
                         switchml_bitmap.write(sml_index, bitmap | worker_bit);
+                        switchml_gen.write(sml_index, meta.sml_gen);
                         /* The worker has moved on from the other set: its kept result is no
                          * longer owed to it, and its next contribution there is new. */
                         switchml_bitmap.read(other_bitmap, other_index);

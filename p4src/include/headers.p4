@@ -142,6 +142,7 @@ struct metadata_t {
     bit<16> mcast_grp;
     bit<1>  switch_made;       /* a switch-made aggregation result: not pruned at its ingress */
     bit<1>  consumed;
+    bit<8> sml_gen;
     bit<32> sml_result_ip;
     bit<16> sml_slot_base;
     bit<16> sml_num_slots;

@@ -266,16 +266,22 @@ def switchml() -> list[str]:
                      f"standard_metadata.egress_rid:{p} FabricEgress.rewrite_replica("
                      f"smac:{mac48(L.port_smac(p))}, dmac:{mac48(L.host_mac(p))}, "
                      f"dst_ip:{ip32(L.host_ip(p))})")
-    lines.append(f"add FabricIngress.switchml_jobs hdr.ipv4.dstAddr:{ip32('10.0.1.253')} "
-                 f"hdr.sml.jobId:7 FabricIngress.switchml_job(result_ip:{ip32('239.1.0.5')}, "
-                 f"slot_base:16, num_slots:4, num_workers:2)")
+    # Job 8 (generation 2) holds the same slots, as a job does after job 7 is deleted (fabricd
+    # reuses slots and writes no registers; STF cannot delete an entry, so it has another id).
+    for job, gen in ((7, 1), (8, 2)):
+        lines.append(f"add FabricIngress.switchml_jobs hdr.ipv4.dstAddr:{ip32('10.0.1.253')} "
+                     f"hdr.sml.jobId:{job} FabricIngress.switchml_job(gen:{gen}, "
+                     f"result_ip:{ip32('239.1.0.5')}, slot_base:16, num_slots:4, num_workers:2)")
     values = {0: [i - 16 for i in range(32)],
               1: [1000 * i + (2**31 - 1 if i == 0 else 0) for i in range(32)]}
-    sums = [((x + y + 2**31) % 2**32) - 2**31 for x, y in zip(values[0], values[1], strict=True)]
+    later = {0: [7 * i for i in range(32)], 1: [-3 - i for i in range(32)]}
 
-    def result(port: int, made_from: int) -> bytes:
-        sent = L.agg(made_from, values[made_from], slot=18)
-        pkt = Ether(L.agg(made_from, sums, slot=18))
+    def wrap_sum(vs) -> list[int]:
+        return [((x + y + 2**31) % 2**32) - 2**31 for x, y in zip(vs[0], vs[1], strict=True)]
+
+    def result(port: int, made_from: int, vs=values, job: int = 7) -> bytes:
+        sent = L.agg(made_from, vs[made_from], job=job, slot=18)
+        pkt = Ether(L.agg(made_from, wrap_sum(vs), job=job, slot=18))
         pkt.src, pkt.dst = L.port_smac(port), L.host_mac(port)
         pkt[IP].src, pkt[IP].dst, pkt[IP].ttl = "10.0.1.253", L.host_ip(port), 64
         pkt[UDP].chksum, pkt[Aggregation].flags = 0, 1
@@ -292,7 +298,13 @@ def switchml() -> list[str]:
     lines += expect(1, result(1, 1)) + expect(2, result(2, 1))
     lines += packet(1, L.agg(0, values[0], slot=18),
                     "worker 0 retransmits after completion: the kept result, unicast to it")
-    return lines + expect(1, result(1, 0))
+    lines += expect(1, result(1, 0))
+    lines += packet(2, L.agg(1, later[1], job=8, slot=18),
+                    "job 8's worker 1, slot 18, version 0 again: job 7's complete set is of "
+                    "another generation, so consumed (not answered with job 7's sums)")
+    lines += packet(1, L.agg(0, later[0], job=8, slot=18),
+                    "job 8's worker 0 completes: job 8's own sums to both workers")
+    return lines + expect(1, result(1, 0, later, 8)) + expect(2, result(2, 0, later, 8))
 
 
 # ---- NetReduce: the controller's own entries for one switch of a 2 x 2 leaf-spine ----------
@@ -493,8 +505,8 @@ FILES = {
                   multicast),
     "failover": ("a port removed from a group by the controller; fast failover through the "
                  "port-liveness table", failover),
-    "switchml": ("SwitchML-style aggregation of 2 workers: sums, duplicates, kept result",
-                 switchml),
+    "switchml": ("SwitchML-style aggregation of 2 workers: sums, duplicates, kept result, "
+                 "a later job on the same slots", switchml),
     "netreduce": ("NetReduce on a leaf: first packet (RETH anchor), later packet (by PSN), "
                   "duplicate, retransmission after completion, ACK translation", netreduce),
     "netreduce_spine": ("NetReduce's spine stage: the leaves' partial sums, the sum down to "

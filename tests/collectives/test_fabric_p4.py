@@ -107,7 +107,7 @@ def _install(ips: list[str]) -> None:
            {"meta.slice_id": "0", "hdr.ipv4.dstAddr": GROUP_IP}, {"group": str(GROUP)})
     _entry("FabricIngress.switchml_jobs", "FabricIngress.switchml_job",
            {"hdr.ipv4.dstAddr": AGGREGATOR, "hdr.sml.jobId": str(JOB)},
-           {"result_ip": GROUP_IP, "slot_base": "32", "num_slots": "8",
+           {"gen": "1", "result_ip": GROUP_IP, "slot_base": "32", "num_slots": "8",
             "num_workers": str(len(ips))})
 
 

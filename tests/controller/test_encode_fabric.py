@@ -105,7 +105,8 @@ def test_step_slice_group_and_job_entries(schema):
         int.from_bytes(bytes(map(int, intent.topo.host(h).ip.split("."))), "big")
         for h in group.members if intent.topo.host(h).leaf == leaf}
     agg = one(states["leaf4"], "FabricIngress.switchml_jobs", hdr__sml__jobId=job.job_id)
-    assert agg.params == {"result_ip": 0xEF010000 + job.group_id, "slot_base": 0,
+    assert agg.params == {"gen": job.generation, "result_ip": 0xEF010000 + job.group_id,
+                          "slot_base": 0,
                           "num_slots": 8, "num_workers": 3}
     assert isinstance(states["leaf4"].multicast_groups[0], MulticastGroup)
 

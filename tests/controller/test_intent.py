@@ -69,6 +69,22 @@ def test_jobs_get_disjoint_slots_until_the_leaf_is_full(intent):
     assert (j2.slot_base, j2.job_id) == (40, 2) and j2.group_id != j1.group_id
 
 
+def test_a_job_on_an_earlier_jobs_id_and_slots_gets_a_new_generation(intent):
+    # The switch keeps the earlier job's slot state (fabricd writes no registers): only the
+    # generation in the table entry tells the two jobs apart.
+    first = intent.create_job("a", ["h1", "h2"], 8)
+    intent.delete_job("a")
+    nr = intent.create_nr_job("n", ["h3", "h4"])
+    intent.delete_job("n")
+    second = intent.create_job("b", ["h1", "h2"], 8)
+    assert (second.job_id, second.slot_base) == (first.job_id, first.slot_base)
+    assert len({first.generation, nr.generation, second.generation}) == 3
+    assert 0 not in {first.generation, nr.generation, second.generation}
+    before = intent.to_json()
+    refused("RESOURCE_EXHAUSTED", intent.create_job, "c", ["h3", "h4"], 60)
+    assert intent.to_json() == before
+
+
 def test_link_failure_replans_installed_steps(intent):
     flows = [Flow(f"h{i}", f"h{i + 4}", 1 << 20) for i in range(1, 5)]
     step = intent.install_step("ring0", flows, False)

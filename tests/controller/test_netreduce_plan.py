@@ -66,7 +66,7 @@ def test_fabricd_intent_keeps_netreduce_jobs_across_a_restart():
     with pytest.raises(IntentError, match="exists"):
         intent.create_nr_job("sml", ["h1", "h3"])
     back = Intent.from_json(intent.to_json(), 1024, 32)
-    assert back.nr_jobs == intent.nr_jobs and back.nr_generation == intent.nr_generation
+    assert back.nr_jobs == intent.nr_jobs and back.generation == intent.generation
     again = back.create_nr_job("nr2", ["h2", "h4"])
     assert again.generation != job.generation          # stale registers are told apart
     back.delete_job("nr")

@@ -101,6 +101,6 @@ def test_aggregation_job_lands_on_its_leaf():
     job = intent.create_job("nr", ["h1", "h2", "h5"], 16)
     plans = switch_plan.plan_switches(intent)
     assert plans["leaf1"].jobs == [switch_plan.AggEntry(job.job_id, job.result_ip, 0, 16, 3,
-                                                    job.group_id)]
+                                                    job.group_id, job.generation)]
     assert not any(p.jobs for sw, p in plans.items() if sw != "leaf1")
     assert any(g.group_id == job.group_id for g in plans["leaf2"].groups)

@@ -64,8 +64,8 @@ def _configure(name, sw):
     if name == "leaf1":
         sw.table_add("FabricIngress.switchml_jobs", {"hdr.ipv4.dstAddr": ip(AGGREGATOR),
                                                 "hdr.sml.jobId": JOB},
-                     "FabricIngress.switchml_job", {"result_ip": ip(RESULT_IP), "slot_base": 0,
-                                               "num_slots": 8, "num_workers": 2})
+                     "FabricIngress.switchml_job", {"gen": 1, "result_ip": ip(RESULT_IP),
+                                               "slot_base": 0, "num_slots": 8, "num_workers": 2})
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """In-network aggregation in fabric.p4: exact wrap-around sums, idempotent duplicates before and
-after completion, the kept result for late retransmissions, and slot reuse."""
+after completion, the kept result for late retransmissions, slot reuse, and a later job on an
+earlier job's slots."""
 from __future__ import annotations
 
 import random
@@ -28,7 +29,7 @@ AGGREGATOR, JOB, RESULT_GROUP, RESULT_IP = "10.0.1.253", 7, 5, "239.1.0.5"
 SLOT_BASE = 16
 
 
-def _job(sw, workers, slots=4):
+def _job(sw, workers, slots=4, gen=1):
     install_leaf(sw)
     sw.mc_group_create(RESULT_GROUP, [(p, p) for p in range(1, workers + 1)])
     sw.table_add("FabricIngress.mcast_route", {"meta.slice_id": 0, "hdr.ipv4.dstAddr": ip(RESULT_IP)},
@@ -39,9 +40,15 @@ def _job(sw, workers, slots=4):
                      "FabricEgress.rewrite_replica",
                      {"smac": mac_int(port_smac(p)), "dmac": mac_int(host_mac(p)),
                       "dst_ip": ip(host_ip(p))})
-    sw.table_add("FabricIngress.switchml_jobs", {"hdr.ipv4.dstAddr": ip(AGGREGATOR), "hdr.sml.jobId": JOB},
-                 "FabricIngress.switchml_job", {"result_ip": ip(RESULT_IP), "slot_base": SLOT_BASE,
-                                     "num_slots": slots, "num_workers": workers})
+    return _job_entry(sw, workers, slots, gen)
+
+
+def _job_entry(sw, workers, slots, gen):
+    return sw.table_add("FabricIngress.switchml_jobs",
+                        {"hdr.ipv4.dstAddr": ip(AGGREGATOR), "hdr.sml.jobId": JOB},
+                        "FabricIngress.switchml_job",
+                        {"gen": gen, "result_ip": ip(RESULT_IP), "slot_base": SLOT_BASE,
+                         "num_slots": slots, "num_workers": workers})
 
 
 def _values(rng):
@@ -128,6 +135,32 @@ def test_slot_reuse_alternates_versions_and_keeps_the_previous_result(sw):
         outs = dict(_contribute(sw, 1, vectors[1], version=version))
         assert set(outs) == {1, 2}
         _check_result(outs[1], 1, _wrap_sum(vectors), version, dst_ip=host_ip(1))
+
+
+def test_a_later_job_on_the_same_slots_gets_its_own_sums_not_the_kept_ones(sw):
+    # The controller reuses job ids and slots and writes no registers: the second job (same
+    # id, same slots, another generation) starts each slot in version 0, where the first job
+    # left complete sets (slots 0 and 2: its last round was in version 0) or not (1 and 3).
+    handle = _job(sw, 2, gen=1)
+    rng = random.Random(4)
+    for slot in range(4):
+        for version in range(1 + slot % 2):
+            vectors = [_values(rng) for _ in range(2)]
+            assert _contribute(sw, 0, vectors[0], slot=slot, version=version) == []
+            assert len(_contribute(sw, 1, vectors[1], slot=slot, version=version)) == 2
+    sw.table_delete("FabricIngress.switchml_jobs", handle)
+    _job_entry(sw, 2, 4, gen=2)
+    for slot in range(4):
+        for version in (0, 1):
+            vectors = [_values(rng) for _ in range(2)]
+            assert _contribute(sw, 1, vectors[1], slot=slot, version=version) == []
+            outs = dict(_contribute(sw, 0, vectors[0], slot=slot, version=version))
+            assert set(outs) == {1, 2}
+            for port, out in outs.items():
+                _check_result(out, port, _wrap_sum(vectors), version, dst_ip=host_ip(port))
+            # Its own kept result now answers its retransmissions.
+            (port, out), = _contribute(sw, 1, vectors[1], slot=slot, version=version)
+            _check_result(out, 2, _wrap_sum(vectors), version, dst_ip=host_ip(2))
 
 
 def test_slots_are_independent(sw):
