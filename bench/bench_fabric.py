@@ -75,8 +75,9 @@ def setup_aggregation(sw, workers=4, slots=64):
                  "FabricIngress.set_mcast_group", {"group": 5})
     sw.table_add("FabricIngress.switchml_jobs", {"hdr.ipv4.dstAddr": lib.ip("10.0.1.253"),
                                       "hdr.sml.jobId": 7},
-                 "FabricIngress.switchml_job", {"result_ip": lib.ip("239.1.0.5"), "slot_base": 0,
-                                     "num_slots": slots, "num_workers": workers})
+                 "FabricIngress.switchml_job", {"gen": 1, "result_ip": lib.ip("239.1.0.5"),
+                                               "slot_base": 0, "num_slots": slots,
+                                               "num_workers": workers})
     # Slot s is used twice in a row per cycle through the slots, with alternating versions,
     # so the stream never stalls on a completed set.
     packets = []
