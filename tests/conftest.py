@@ -9,6 +9,11 @@ import uuid
 
 import pytest
 
+# Test helpers import each other as `tests.<module>`. Bind that name to this folder now:
+# p4runtime_sh imports IPython, which puts IPython/extensions on sys.path, and its `tests`
+# package would otherwise win for whichever test module imports `tests.*` after it.
+import tests  # noqa: F401
+
 _counter = itertools.count()
 
 
