@@ -7,9 +7,12 @@ written over P4Runtime). The bridge forwards the unicast frames and floods the m
 (snooping off) to the same receivers; it does not aggregate (n/a).
 
 Unicast and multicast traffic comes from bench/trafgen.c (C: sendmmsg batches paced to the
-offered load, recvmmsg counting), built with the system cc: a Python sender and receiver capped
-near 200,000 packets/s and measured themselves rather than the forwarders. Every path is offered
-the same loads, from 5,000 packets/s to flood (see RATES).
+offered load), built with the system cc: a Python sender capped near 200,000 packets/s and
+measured itself rather than the forwarders. It is counted where a NIC benchmark counts, at the
+receiving interface: each receiving host's eth0 drops every frame at its tc ingress and its
+rx_packets counter is the sink, the same for every path (a socket receiver put the receiving
+host's IP/UDP stack and a receive loop on the two cores the forwarders need). Every path is
+offered the same loads, from 5,000 packets/s to flood (see RATES).
 
 Needs root. Prints one table and the ratios side by side; the native pipeline's ns per packet
 in-process is bench_p4switch.py's."""
@@ -28,12 +31,14 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import p4runtime_sh.shell as sh  # noqa: E402
+from bcc import BPF  # noqa: E402
 from netreduce_job import Job  # noqa: E402  (bench/, beside this script)
 
 sys.path.insert(0, str(ROOT / "tests"))
 from targets import compile_for, l3_routes, start_target  # noqa: E402
 
 from collectives import netreduce as nr  # noqa: E402
+from ebpf import tc as ebpf_tc  # noqa: E402
 from fabricmodel import rocev2  # noqa: E402
 from p4switch.native import available, build  # noqa: E402
 
@@ -51,6 +56,7 @@ HOST_MAC = {i: f"02:00:00:00:0{i}:01" for i in HOSTS}
 GW_MAC = {i: f"02:00:00:00:0{i}:fe" for i in HOSTS}
 GROUP = "239.1.0.9"
 MCAST_RECEIVERS = (2, 3)
+SINK_PRIO = 1             # the sink's tc filter priority on a receiving host's eth0 ingress
 WINDOW = 16                # NetReduce packets per worker in flight (4 messages; the job has 8)
 
 # The NetReduce workers, one process with a raw socket in each worker's namespace: packet
@@ -166,7 +172,7 @@ def set_gateway_mac(hosts, macs):
 @functools.cache
 def trafgen() -> str:
     """bench/trafgen.c built with the system cc (cached by content beside the native backend's
-    programs): the traffic source and sink of the unicast and multicast runs."""
+    programs): the traffic source of the unicast and multicast runs."""
     if build.compiler() is None:
         sys.exit("bench_forwarding needs a C compiler (cc) for its traffic tool bench/trafgen.c "
                  "and none was found")
@@ -174,44 +180,63 @@ def trafgen() -> str:
     return str(build.executable(source, ("-O2",), "bench/trafgen.c"))
 
 
-def traffic_cmd(ns, *argv):
-    return ["ip", "netns", "exec", ns, trafgen(), *argv]
+@functools.cache
+def sink_program():
+    """The sink's tc program, loaded once: drops every frame at the receiving interface's
+    ingress (TC_ACT_SHOT) -> (bcc object that keeps it loaded, program fd)."""
+    bpf = BPF(text="int sink(struct __sk_buff *skb) { return 2; }")
+    return bpf, bpf.load_func(b"sink", BPF.SCHED_CLS).fd
 
 
-def receive(ns, addr, group="-"):
-    return subprocess.Popen(traffic_cmd(ns, "recv", addr, group, str(DURATION)),
-                            stdout=subprocess.PIPE, text=True)
+def rx_packets(ns) -> int:
+    """Frames the receiving host's eth0 took in (the veth counts a frame once it is queued for
+    the host; a full queue's drop is not counted)."""
+    with ebpf_tc.rtnl(ns) as ipr:
+        return ipr.get_links(ifname="eth0")[0].get_attr("IFLA_STATS64")["rx_packets"]
 
 
-def send(ns, dst, rate) -> int:
-    return int(sh_run(*traffic_cmd(ns, "send", dst, str(DURATION), str(PAYLOAD),
-                                   str(rate))).stdout)
+def delivered(hosts, dst, receivers, rate):
+    """Host 1 sends to dst for DURATION s, counted at the receivers' interfaces (each one's
+    ingress drops every frame: the counter, not the host's IP/UDP stack, is the sink).
+    -> (offered pps, delivered pps, delivered fraction, frames delivered). Delivered pps: the
+    counters' rise from 0.5 s after the sender starts to 0.2 s before it ends, over that
+    window (a steady rate, not a start-up or a backlog let go after a stall); the fraction:
+    every frame counted / frames sent (to each receiver)."""
+    _, fd = sink_program()
+    for i in receivers:
+        ebpf_tc.attach(fd, "sink", "eth0", "ingress", SINK_PRIO, hosts[i])
+    try:
+        before = sum(rx_packets(hosts[i]) for i in receivers)
+        sender = subprocess.Popen(["ip", "netns", "exec", hosts[1], trafgen(), "send", dst,
+                                   str(DURATION), str(PAYLOAD), str(rate)],
+                                  stdout=subprocess.PIPE, text=True)
+        start = time.monotonic()
+        samples = []
+        for at in (0.5, DURATION - 0.2):
+            time.sleep(max(0.0, start + at - time.monotonic()))
+            samples.append((time.monotonic(), sum(rx_packets(hosts[i]) for i in receivers)))
+        out, _ = sender.communicate(timeout=DURATION + 30)
+        if sender.returncode:
+            raise RuntimeError(f"trafgen send exited with {sender.returncode}")
+        sent = int(out)
+        time.sleep(0.1)                             # the last frames of the switch's queue
+        total = sum(rx_packets(hosts[i]) for i in receivers) - before
+    finally:
+        for i in receivers:
+            ebpf_tc.detach("eth0", "ingress", SINK_PRIO, hosts[i])
+    (t0, n0), (t1, n1) = samples
+    return (sent / DURATION, (n1 - n0) / (t1 - t0), total / max(sent * len(receivers), 1),
+            total)
 
 
 def unicast(hosts, rate):
-    """Host 1 to host 2: (offered pps, delivered pps, delivered fraction, packets delivered).
-    Delivered per s
-    of the time the receiver saw packets, at least 0.9 of the run (so that a backlog let go
-    in one burst after a stall does not count as a rate)."""
-    receiver = receive(hosts[2], "10.0.2.1")
-    time.sleep(0.5)
-    sent = send(hosts[1], "10.0.2.1", rate)
-    got, span = receiver.communicate(timeout=30)[0].split()
-    got = int(got)
-    return sent / DURATION, got / max(float(span), 0.9 * DURATION), got / max(sent, 1), got
+    """Host 1 to host 2: see delivered()."""
+    return delivered(hosts, "10.0.2.1", (2,), rate)
 
 
 def multicast(hosts, rate):
-    """Host 1 to GROUP, received by MCAST_RECEIVERS: offered pps, copies delivered per s
-    (summed over the receivers), delivered fraction of the copies owed, copies delivered."""
-    receivers = [receive(hosts[i], GROUP, GROUP) for i in MCAST_RECEIVERS]
-    time.sleep(0.5)
-    sent = send(hosts[1], GROUP, rate)
-    counts = [r.communicate(timeout=30)[0].split() for r in receivers]
-    got = sum(int(n) for n, _ in counts)
-    span = max(float(t) for _, t in counts)
-    return (sent / DURATION, got / max(span, 0.9 * DURATION), got / max(sent * len(receivers), 1),
-            got)
+    """Host 1 to GROUP, counted at MCAST_RECEIVERS: copies delivered, summed over them."""
+    return delivered(hosts, GROUP, MCAST_RECEIVERS, rate)
 
 
 def aggregation(hosts, rate, job):
@@ -370,7 +395,8 @@ def main():
 def report(targets, runs, bridge):
     print(f"\n{PAYLOAD}-byte UDP payloads from bench/trafgen.c (C, sendmmsg batches, paced to "
           f"the offered load; multicast: to 2 receivers, delivered = copies/s summed), counted "
-          f"by trafgen.c (recvmmsg); netreduce: 4 workers' 1 KiB contributions from one Python "
+          f"at the receiving interfaces (rx_packets, ingress drops all) from 0.5 s after the "
+          f"sender starts to 0.2 s before it ends; netreduce: 4 workers' 1 KiB contributions from one Python "
           f"process, at most {WINDOW} per worker awaiting the result, delivered = results/s "
           f"summed over the workers (= contributions aggregated/s); {DURATION:g} s per run; "
           f"simple_switch_grpc is BMv2 1.15.5 built -O0")

@@ -1,16 +1,13 @@
-/* UDP traffic source and sink for bench_forwarding.py (built by it with the system cc).
+/* UDP traffic source for bench_forwarding.py (built by it with the system cc; the sink is the
+   receiving interface's counter, see bench/README.md).
 
    trafgen send DST DURATION SIZE RATE
        SIZE-byte UDP payloads to DST:9000 (unicast or a multicast group) for DURATION s, in
        sendmmsg batches; RATE packets/s (paced: each batch waits for its place in the schedule),
        0 = as fast as the socket takes them. Prints the packets the kernel accepted.
-   trafgen recv ADDR GROUP|- DURATION
-       Binds ADDR:9000 (joins GROUP unless "-") and counts datagrams with recvmmsg until 1 s
-       passes without one after the first, or DURATION + 5 s. Prints the count and the seconds
-       between the first and the last datagram.
 
-   A Python sender or receiver tops out near 200,000 packets/s on this project's machine, below
-   what the forwarders under test deliver: in C the traffic is no longer what is measured. */
+   A Python sender tops out near 200,000 packets/s on this project's machine, below what the
+   forwarders under test deliver: in C the traffic is no longer what is measured. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -88,47 +85,6 @@ static int send_mode(const char *dst, double duration, int size, double rate) {
     return 0;
 }
 
-static int recv_mode(const char *bind_ip, const char *group, double duration) {
-    int s = socket(AF_INET, SOCK_DGRAM, 0), size = 8 << 20;
-    if (s < 0) die("socket");
-    /* FORCE: past net.core.rmem_max (we run as root); the plain option is the fallback */
-    if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
-        setsockopt(s, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-    struct sockaddr_in me = address(bind_ip);
-    if (bind(s, (struct sockaddr *)&me, sizeof me) < 0) die("bind");
-    if (strcmp(group, "-") != 0) {
-        struct ip_mreq m = {.imr_multiaddr = address(group).sin_addr};
-        m.imr_interface.s_addr = htonl(INADDR_ANY);
-        if (setsockopt(s, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) < 0) die("join");
-    }
-    struct timeval second = {1, 0};
-    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &second, sizeof second);
-    static char bufs[64][2048];
-    struct iovec iov[64];
-    struct mmsghdr msgs[64];
-    memset(msgs, 0, sizeof msgs);
-    for (int i = 0; i < 64; i++) {
-        iov[i] = (struct iovec){bufs[i], sizeof bufs[i]};
-        msgs[i].msg_hdr.msg_iov = &iov[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
-    }
-    long got = 0;
-    double first = 0, last = 0, give_up = now() + duration + 5;
-    while (now() < give_up) {
-        int n = recvmmsg(s, msgs, 64, MSG_WAITFORONE, NULL);
-        if (n <= 0) {
-            if (n < 0 && errno != EAGAIN && errno != EINTR) die("recvmmsg");
-            if (got) break;              /* 1 s of silence after traffic: the run is over */
-            continue;
-        }
-        last = now();
-        if (!got) first = last;
-        got += n;
-    }
-    printf("%ld %.6f\n", got, got ? last - first : 0.0);
-    return 0;
-}
-
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc == 6 && strcmp(argv[1], "send") == 0) {
@@ -139,8 +95,6 @@ int main(int argc, char **argv) {
         }
         return send_mode(argv[2], atof(argv[3]), size, atof(argv[5]));
     }
-    if (argc == 5 && strcmp(argv[1], "recv") == 0)
-        return recv_mode(argv[2], argv[3], atof(argv[4]));
-    fprintf(stderr, "usage: trafgen send DST DURATION SIZE RATE | trafgen recv ADDR GROUP|- DURATION\n");
+    fprintf(stderr, "usage: trafgen send DST DURATION SIZE RATE\n");
     return 2;
 }
