@@ -11,8 +11,12 @@ import pytest
 
 # Test helpers import each other as `tests.<module>`. Bind that name to this folder now:
 # p4runtime_sh imports IPython, which puts IPython/extensions on sys.path, and its `tests`
-# package would otherwise win for whichever test module imports `tests.*` after it.
-import tests  # noqa: F401
+# package would otherwise win for whichever test module imports `tests.*` after it. (A copy
+# of this file outside the repository, as test_foundation makes, has no `tests` to bind.)
+try:
+    import tests  # noqa: F401
+except ModuleNotFoundError:
+    pass
 
 _counter = itertools.count()
 
