@@ -36,7 +36,6 @@ from .entropy import derived_sport
 
 DEFAULT_GROUP = "239.77.0.1"
 SAFETY = 2.0                  # receive timeout = SAFETY x the Allgather's line-rate time
-FRAME_OVERHEAD = 14 + 20 + 8 + 4   # Ethernet, IPv4, UDP headers and the ICRC around a BTH
 MCAST_QPN = 0xFFFFFF          # IBTA's multicast destination QP
 SLACK_CHUNKS = 8              # a stream's quiet beyond its remaining chunks' time: this many
 SLACK_RTTS = 4                # chunk times, or this many round trips if that is longer
@@ -135,7 +134,7 @@ def _multicast_shard(st: _State, group: bytes, sport: int, rate_bps: float | Non
         if rate_bps:
             while (now := time.monotonic()) < due:
                 ep.progress(due - now)
-            due = max(due, now) + (len(roce) + FRAME_OVERHEAD) * 8 / rate_bps
+            due = max(due, now) + (len(roce) + rocev2.FRAME_OVERHEAD) * 8 / rate_bps
         ep.send_frame(group, sport, roce, wire.ECN_ECT0 if ep.cfg.ecn else 0)
         if chunk % 16 == 15:
             ep.progress(0)
@@ -143,7 +142,7 @@ def _multicast_shard(st: _State, group: bytes, sport: int, rate_bps: float | Non
 
 def chunk_time(mtu: int, rate_bps: float) -> float:
     """Seconds between a paced root's chunks: one MTU packet with its headers at its rate."""
-    return (mtu + 12 + wire.RBCAST_HDR.size + FRAME_OVERHEAD) * 8 / rate_bps
+    return (mtu + rocev2.BTH_BYTES + wire.RBCAST_HDR.size + rocev2.FRAME_OVERHEAD) * 8 / rate_bps
 
 
 def stream_slack(chunk_s: float, rtt_s: float, max_gap_s: float = 0.0) -> float:

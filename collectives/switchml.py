@@ -26,8 +26,8 @@ from .comm import Communicator
 from .entropy import derived_sport
 
 K = rocev2.AGG_VALUES
-# Ethernet, IPv4, UDP, BTH, Aggregation header, K values and the ICRC: 198 bytes on the wire
-FRAME_BYTES = 14 + 20 + 8 + 12 + wire.AGG_HDR.size + 4 * K + 4
+# BTH, Aggregation header and K values in a RoCEv2 frame: 198 bytes on the wire
+FRAME_BYTES = rocev2.FRAME_OVERHEAD + rocev2.BTH_BYTES + wire.AGG_HDR.size + 4 * K
 HOST_RTT_S = 0.0025           # what the Python hosts add to a round trip (send + receive)
 
 

@@ -20,6 +20,10 @@ RBCAST = 0xC1                 # collectives.layers.ReliableBroadcast (multicast 
 AETH_ACK = 0x1F
 AETH_NAK_PSN = 0x60
 
+# Bytes on the wire around a RoCEv2 packet's BTH and payload: Ethernet 14, IPv4 20 and UDP 8
+# in front, the ICRC 4 behind; the BTH itself is 12.
+FRAME_OVERHEAD = 14 + 20 + 8 + 4
+BTH_BYTES = 12
 
 AGG_VALUES = 32               # int32 values per aggregation packet (K)
 AGG_FLAG_RESULT = 0x01        # set by the switch on the aggregated result

@@ -7,10 +7,11 @@ from collections import defaultdict
 from pathlib import Path
 
 from collectives.results import format_table
+from fabricmodel import rocev2
 from figures import png
 
-# RoCE v2 bytes around each packet's payload: Ethernet 14, IPv4 20, UDP 8, BTH 12, ICRC 4
-HEADERS = 58
+# RoCE v2 bytes around each packet's payload (fabricmodel.rocev2)
+HEADERS = rocev2.FRAME_OVERHEAD + rocev2.BTH_BYTES
 MTU = 1024                       # the transport's default RoCE payload per packet
 # per rank, the share of its buffer a bandwidth-optimal algorithm must send over its link
 _SENT = {"allreduce": lambda n: 2 * (n - 1) / n, "alltoall": lambda n: (n - 1) / n,

@@ -68,7 +68,7 @@ def test_last_chunk_and_a_later_root_of_the_chain_end_a_stream_at_once():
 
 def test_the_slack_is_a_few_chunk_times_or_round_trips():
     chunk_s = mcast.chunk_time(MTU, 1e6)                 # a root at half of 2 Mbit/s
-    assert chunk_s == pytest.approx((MTU + 12 + wire.RBCAST_HDR.size + mcast.FRAME_OVERHEAD)
+    assert chunk_s == pytest.approx((MTU + 12 + wire.RBCAST_HDR.size + rocev2.FRAME_OVERHEAD)
                                     * 8 / 1e6)
     assert mcast.stream_slack(chunk_s, 0.0) == pytest.approx(mcast.SLACK_CHUNKS * chunk_s)
     assert mcast.stream_slack(chunk_s, 1.0) == pytest.approx(mcast.SLACK_RTTS * 1.0)
