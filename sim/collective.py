@@ -44,10 +44,10 @@ class Run:
                 self.out_flows[f.src][s].append(f)
                 expect[f.dst][s] += f.bytes
         e = self.fab.engine
-        e.set_ranks(n)
+        self.job = e.add_job()
         for r in range(n):
             for s in range(len(self.steps)):
-                e.add_step(r, expect[r][s])
+                e.add_step(self.job, r, expect[r][s])
         self.planners = {}
         if policy == "ethereal":
             self.planners = {h: ethereal.EtherealRank(topo, h, routing=self.fab.routing,
@@ -58,7 +58,7 @@ class Run:
         e.on_timeout = self._timeout
 
     # ---- callbacks from the engine --------------------------------------------------------
-    def _arrive(self, rank: int, s: int) -> None:
+    def _arrive(self, job: int, rank: int, s: int) -> None:
         start = time.perf_counter()
         flows = [ethereal.Flow(self.names[f.src], self.names[f.dst], f.bytes, dst_qp=self.seed)
                  for f in self.out_flows[rank][s]]
@@ -68,12 +68,12 @@ class Run:
                 self._pins(sub)
                 dst = self.fab.index[sub.flow.dst]
                 mode = MODES["pinned"] if sub.path is not None else MODES["ecmp"]
-                qp = e.add_qp(rank, dst, s, sub.bytes, mtu, sub.sport, mode)
+                qp = e.add_qp(job, rank, dst, s, sub.bytes, mtu, sub.sport, mode)
                 self.subflows[qp] = sub
         else:
             mode = MODES[self.policy if self.policy != "ethereal" else "ecmp"]
             for f in flows:
-                e.add_qp(rank, self.fab.index[f.dst], s, f.bytes, mtu,
+                e.add_qp(job, rank, self.fab.index[f.dst], s, f.bytes, mtu,
                          f.connection_sport, mode)
         if self.progress is not None:
             self.progress.update(1)
@@ -96,11 +96,12 @@ class Run:
     def run(self, limit_s: float = 10.0) -> dict:
         e = self.fab.engine
         wall = time.perf_counter()
-        e.start()
+        for r in range(len(self.names)):
+            e.start_rank(self.job, r)
         end = self.fab.run(limit_s)
         wall = time.perf_counter() - wall
         n = len(self.names)
-        done = [e.rank_done(r) for r in range(n)]
+        done = [e.rank_done(self.job, r) for r in range(n)]
         ok = all(t >= 0 for t in done)
         up = self.fab.uplink_bytes()
         mean = sum(up.values()) / len(up) if up else 0

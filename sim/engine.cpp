@@ -8,7 +8,12 @@
 // only, and a receiver that places out-of-order packets by PSN (no NAK at a gap). The entropy
 // policy of a QP is hash ECMP (one port), spraying (a random port per packet), REPS (recycled
 // entropy) or pinned (Ethereal: the port its planner chose, re-picked on timeout by Python).
-// Python is called back only when a rank starts a collective step and on an Ethereal timeout.
+// Python is called back only when a rank starts a collective step, when a rank finishes a
+// collective, on an Ethereal timeout and on a timer it set.
+//
+// Several collectives run at once as jobs: each job has its own steps per rank (rank = host
+// node index), a rank enters a job when Python starts it there, and every QP, multicast and
+// aggregation packet carries its job, so the steps of different collectives are counted apart.
 #include <algorithm>
 #include <cstdint>
 #include <deque>
@@ -97,7 +102,7 @@ using PinKey = std::tuple<uint32_t, uint32_t, uint16_t>;   // src, dst, sport (U
 
 struct Qp {
   // identity
-  int id = 0, src = 0, dst = 0, step = 0, mode = ECMP;
+  int id = 0, job = 0, src = 0, dst = 0, step = 0, mode = ECMP;
   uint16_t sport = 0;
   uint64_t bytes = 0;
   uint32_t npkts = 0, mtu = 0;
@@ -129,7 +134,7 @@ struct McastTree {                  // a group's shared tree: ports to copy to, 
 
 struct AggJob {                     // NetReduce: the switch sums chunk i of every worker
   int sw = -1, workers = 0;
-  std::unordered_map<uint32_t, int> arrived;   // chunk -> contributions so far
+  std::unordered_map<uint64_t, int> arrived;   // (job, chunk) -> contributions so far
 };
 
 class Fabric {
@@ -142,8 +147,10 @@ class Fabric {
   uint32_t window = 64, reps_cache = 8;
   bool cc = true;
 
-  std::function<void(int, int)> on_arrive;          // (rank, step): Python gives the QPs
+  std::function<void(int, int, int)> on_arrive;     // (job, rank, step): Python gives the QPs
+  std::function<void(int, int)> on_done;            // (job, rank): the rank finished the job
   std::function<void(int)> on_timeout;             // Ethereal re-pick (qp id)
+  std::function<void(int)> on_timer;               // a timer Python set (its id)
 
   void add_node(Ptr<ns3::Node> node, bool is_host, uint32_t ip) {
     int idx = nodes_.size();
@@ -179,21 +186,31 @@ class Fabric {
     pins_[sw][PinKey(src, dst, sport)] = port;
   }
   void fail_port(int node, int port) { failed_.insert(key(node, port)); }
-  void set_ranks(int n) {
-    steps_.assign(n, {});
-    cur_step_.assign(n, -1);
-    rank_done_at_.assign(n, -1);
+  // A collective: its ranks are host node indices; each gets its steps, then is started.
+  int add_job() {
+    size_t n = nodes_.size();
+    jobs_.push_back({std::vector<std::vector<StepState>>(n), std::vector<int>(n, -1),
+                     std::vector<double>(n, -1)});
+    return jobs_.size() - 1;
   }
-  // Rank r's step s: the bytes it must receive before it may go on (its sends complete too).
-  void add_step(int rank, uint64_t expect_bytes) { steps_[rank].push_back({expect_bytes, 0, 0}); }
+  // Rank r's next step of `job`: the bytes it must receive before it may go on (its sends
+  // complete too).
+  void add_step(int job, int rank, uint64_t expect_bytes) {
+    jobs_[job].steps[rank].push_back({expect_bytes, 0, 0});
+  }
+  void start_rank(int job, int rank) { advance(job, rank); }
+  // Python's clock: on_timer(id) runs `delay` seconds from now (compute, intra-host copies).
+  void timer(double delay, int id) {
+    ns3::Simulator::Schedule(ns3::Seconds(delay), &Fabric::fire, this, id);
+  }
   void seed(uint32_t s) { rng_.seed(s); }
 
   // ---- the collective ------------------------------------------------------------------
-  // A QP from rank `src` (host node index = rank) to `dst` for step `step`.
-  int add_qp(int src, int dst, int step, uint64_t bytes, uint32_t mtu, uint16_t sport,
+  // A QP from rank `src` (host node index = rank) to `dst` for step `step` of `job`.
+  int add_qp(int job, int src, int dst, int step, uint64_t bytes, uint32_t mtu, uint16_t sport,
              int mode) {
     Qp q;
-    q.id = qps_.size(); q.src = src; q.dst = dst; q.step = step; q.mode = mode;
+    q.id = qps_.size(); q.job = job; q.src = src; q.dst = dst; q.step = step; q.mode = mode;
     q.sport = sport; q.bytes = bytes; q.mtu = mtu;
     q.npkts = (bytes + mtu - 1) / mtu;
     q.acked.assign(q.npkts, 0); q.lost.assign(q.npkts, 0);
@@ -203,20 +220,17 @@ class Fabric {
     q.started = now();
     q.explore_base = 0xC000 | (rng_() & 0x3FFF);
     qps_.push_back(std::move(q));
-    steps_[src][step].sending++;
+    jobs_[job].steps[src][step].sending++;
     nic_[src].active.push_back(q.id);
     wake(src);
     return q.id;
-  }
-  void start() {
-    for (size_t r = 0; r < steps_.size(); r++) advance(r);
   }
   void repath(int qp, uint16_t sport) {       // Ethereal's re-pick, decided in Python
     qps_[qp].sport = sport;
   }
 
   // ---- results -------------------------------------------------------------------------
-  double rank_done(int r) const { return rank_done_at_[r]; }
+  double rank_done(int job, int r) const { return jobs_[job].done_at[r]; }
   int qp_count() const { return qps_.size(); }
   double qp_started(int q) const { return qps_[q].started; }
   double qp_finished(int q) const { return qps_[q].finished; }
@@ -232,14 +246,16 @@ class Fabric {
   // tree serves every sender); hosts count what arrives.
   void add_mcast(uint32_t group, int sw, std::vector<int> ports) { mcast_[group].ports[sw] = ports; }
   // A host multicasts `bytes` to `group` in MTU packets, paced at line rate (no ACKs: the
-  // paper's multicast sends without NACKs; loss repair is not modelled here).
-  void mcast_send(int host, uint32_t group, uint64_t bytes, uint32_t mtu, double at) {
+  // paper's multicast sends without NACKs; loss repair is not modelled here). With a job,
+  // what arrives counts toward that job's step at each receiver.
+  void mcast_send(int host, uint32_t group, uint64_t bytes, uint32_t mtu, double at,
+                  int job = -1, int step = 0) {
     uint32_t n = (bytes + mtu - 1) / mtu;
     double gap = (HEADER_BYTES + 2 + mtu) * 8.0 / line_bps;
     for (uint32_t i = 0; i < n; i++) {
       uint32_t size = std::min<uint64_t>(mtu, bytes - uint64_t(i) * mtu);
       ns3::Simulator::Schedule(ns3::Seconds(at + i * gap), &Fabric::mcast_emit, this, host,
-                               group, i, size);
+                               group, i, size, job, step);
     }
   }
   uint64_t host_rx_bytes(int host) const { return host_rx_[host]; }
@@ -248,13 +264,14 @@ class Fabric {
     agg_[agg_ip] = j; agg_group_[agg_ip] = group;
   }
   // Worker `host` sends its `bytes` of gradient to the aggregator address, paced at line rate.
-  void agg_send(int host, uint32_t agg_ip, uint64_t bytes, uint32_t mtu, double at) {
+  void agg_send(int host, uint32_t agg_ip, uint64_t bytes, uint32_t mtu, double at,
+                int job = -1, int step = 0) {
     uint32_t n = (bytes + mtu - 1) / mtu;
     double gap = (HEADER_BYTES + 2 + mtu) * 8.0 / line_bps;
     for (uint32_t i = 0; i < n; i++) {
       uint32_t size = std::min<uint64_t>(mtu, bytes - uint64_t(i) * mtu);
       ns3::Simulator::Schedule(ns3::Seconds(at + i * gap), &Fabric::agg_emit, this, host,
-                               agg_ip, i, size);
+                               agg_ip, i, size, job, step);
     }
   }
   double last_rx_at() const { return last_rx_at_; }
@@ -268,6 +285,11 @@ class Fabric {
 
  private:
   struct StepState { uint64_t expect, received; int sending; };
+  struct Job {
+    std::vector<std::vector<StepState>> steps;   // per rank
+    std::vector<int> cur;                        // the step each rank is in (-1: not started)
+    std::vector<double> done_at;
+  };
   struct Nic {
     std::vector<int> active;       // QPs with work, round-robin
     size_t rr = 0;
@@ -353,9 +375,10 @@ class Fabric {
   }
 
   void switch_aggregate(int sw, Ptr<ns3::Packet> p, RoceHeader& h, AggJob& job) {
-    int& n = job.arrived[h.psn];
+    uint64_t chunk = uint64_t(h.qp) << 32 | h.psn;   // h.qp: the collective's job + 1
+    int& n = job.arrived[chunk];
     if (++n < job.workers) return;   // the sum waits for every worker's chunk
-    job.arrived.erase(h.psn);
+    job.arrived.erase(chunk);
     agg_results++;
     RoceHeader r = h;
     r.dst = agg_group_[h.dst];
@@ -365,17 +388,20 @@ class Fabric {
     switch_mcast(sw, -1, p, r);
   }
 
-  void mcast_emit(int host, uint32_t group, uint32_t psn, uint32_t size) {
+  // Multicast and aggregation packets carry their job as qp = job + 1 (0: none), step in ev.
+  void mcast_emit(int host, uint32_t group, uint32_t psn, uint32_t size, int job, int step) {
     RoceHeader h;
     h.src = node_ip_[host]; h.dst = group; h.psn = psn; h.flags = MCAST;
+    h.qp = job + 1; h.ev = step;
     auto p = ns3::Create<ns3::Packet>(size);
     p->AddHeader(h);
     packets_sent++;
     send_on(host, 0, p, true);
   }
-  void agg_emit(int host, uint32_t agg_ip, uint32_t psn, uint32_t size) {
+  void agg_emit(int host, uint32_t agg_ip, uint32_t psn, uint32_t size, int job, int step) {
     RoceHeader h;
     h.src = node_ip_[host]; h.dst = agg_ip; h.psn = psn;
+    h.qp = job + 1; h.ev = step;
     h.sport = 0xC000 | (host & 0x3FFF);
     auto p = ns3::Create<ns3::Packet>(size);
     p->AddHeader(h);
@@ -391,6 +417,7 @@ class Fabric {
       if (host_rx_.size() < nodes_.size()) host_rx_.resize(nodes_.size(), 0);
       host_rx_[host] += p->GetSize();
       last_rx_at_ = now();
+      if (h.qp > 0) credit(h.qp - 1, host, h.ev, p->GetSize());
       return;
     }
     if (h.flags & ACK) return sender_ack(h);
@@ -403,10 +430,7 @@ class Fabric {
     if (!q.got[h.psn]) {             // placed by PSN, whatever arrived before it
       q.got[h.psn] = 1;
       q.got_count++;
-      auto& st = steps_[q.dst][q.step];
-      st.received += p->GetSize();
-      if (st.received >= st.expect && cur_step_[q.dst] == q.step)
-        ns3::Simulator::ScheduleNow(&Fabric::advance, this, q.dst);
+      credit(q.job, q.dst, q.step, p->GetSize());
     } else {
       duplicates++;
     }
@@ -415,6 +439,16 @@ class Fabric {
     // the host's own link is the first hop back; the rest of the route is in `hops`
     send_on(host, 0, ack, false);
   }
+
+  void credit(int job, int rank, int step, uint32_t bytes) {
+    if (step >= (int)jobs_[job].steps[rank].size()) return;   // a group member not in the job
+    auto& st = jobs_[job].steps[rank][step];
+    st.received += bytes;
+    if (st.received >= st.expect && jobs_[job].cur[rank] == step)
+      ns3::Simulator::ScheduleNow(&Fabric::advance, this, job, rank);
+  }
+
+  void fire(int id) { if (on_timer) on_timer(id); }
 
   // ---- host: sender ----------------------------------------------------------------------
   void sender_ack(const RoceHeader& h) {
@@ -582,24 +616,30 @@ class Fabric {
   void qp_done(Qp& q) {
     q.done = true;
     q.finished = now();
-    auto& st = steps_[q.src][q.step];
+    auto& st = jobs_[q.job].steps[q.src][q.step];
     st.sending--;
-    if (cur_step_[q.src] == q.step) advance(q.src);
+    if (jobs_[q.job].cur[q.src] == q.step) advance(q.job, q.src);
   }
 
-  // A rank moves to its next step once it has sent and received everything of this one.
-  void advance(int rank) {
-    int s = cur_step_[rank];
+  // A rank moves to its next step of a job once it has sent and received everything of this
+  // one.
+  void advance(int job, int rank) {
+    Job& j = jobs_[job];
+    auto& steps = j.steps[rank];
+    int s = j.cur[rank];
     if (s >= 0) {
-      if (s >= (int)steps_[rank].size()) return;
-      auto& st = steps_[rank][s];
-      if (st.sending > 0 || st.received < st.expect) return;
+      if (s >= (int)steps.size()) return;
+      if (steps[s].sending > 0 || steps[s].received < steps[s].expect) return;
     }
     while (true) {
-      s = ++cur_step_[rank];
-      if (s >= (int)steps_[rank].size()) { rank_done_at_[rank] = now(); return; }
-      if (on_arrive) on_arrive(rank, s);
-      auto& st = steps_[rank][s];
+      s = ++j.cur[rank];
+      if (s >= (int)steps.size()) {
+        j.done_at[rank] = now();
+        if (on_done) on_done(job, rank);
+        return;
+      }
+      if (on_arrive) on_arrive(job, rank, s);
+      auto& st = jobs_[job].steps[rank][s];     // on_arrive may have added steps
       if (st.sending > 0 || st.received < st.expect) return;
     }
   }
@@ -616,9 +656,7 @@ class Fabric {
   std::unordered_map<uint64_t, uint64_t> tx_bytes_, tx_data_;
   std::unordered_set<uint64_t> failed_;
   std::vector<Qp> qps_;
-  std::vector<std::vector<StepState>> steps_;
-  std::vector<int> cur_step_;
-  std::vector<double> rank_done_at_;
+  std::deque<Job> jobs_;             // a deque: references stay valid as jobs are added
   std::unordered_map<uint32_t, McastTree> mcast_;
   std::unordered_map<uint32_t, AggJob> agg_;
   std::unordered_map<uint32_t, uint32_t> agg_group_;

@@ -24,11 +24,11 @@ def test_single_flow_reaches_line_rate():
     topo = leaf_spine(2, 2, 1)
     fab = SimFabric(topo, LINK, Transport())
     e = fab.engine
-    e.set_ranks(2)
+    job = e.add_job()
     size = 8 << 20
-    e.add_step(0, 0)
-    e.add_step(1, size)
-    qp = e.add_qp(0, 1, 0, size, 4096, 0xC123, 0)
+    e.add_step(job, 0, 0)
+    e.add_step(job, 1, size)
+    qp = e.add_qp(job, 0, 1, 0, size, 4096, 0xC123, 0)
     fab.run()
     goodput = size * 8 / (e.qp_finished(qp) - e.qp_started(qp))
     payload_rate = LINK.bps * 4096 / (4096 + HEADER_BYTES)
