@@ -3,14 +3,13 @@ P4Runtime state on top of it (entries, profiles, PRE, externs, digest configs), 
 dispatch of Write updates and Read queries to the store that owns each entity kind."""
 from __future__ import annotations
 
-import time
-
 from p4.v1 import p4runtime_pb2
 
 import p4switch
 
 from . import codec
-from .errors import P4RuntimeError, already_exists, invalid, not_found, unimplemented
+from .digests import DigestEngine
+from .errors import P4RuntimeError, invalid, unimplemented
 from .externs import ExternStore
 from .pre import PreStore
 from .profiles import ProfileStore
@@ -39,12 +38,7 @@ class Pipeline:
         self.pre = PreStore(self.sw)
         self.externs = ExternStore(self.schema, self.sw, self.tables)
         self.value_sets = ValueSetStore(self.schema, self.sw)
-        self.digest_configs: dict[int, p4runtime_pb2.DigestEntry] = {}
-        self._next_list_id = 1
-        # Digest data already sent and not yet acknowledged is not sent again before the
-        # digest's ack_timeout_ns (spec: DigestEntry.Config).
-        self._unacked: dict[tuple, int] = {}           # (digest id, values) -> deadline ns
-        self._lists: dict[int, tuple] = {}             # list id -> its (digest id, values)
+        self.digests = DigestEngine(self.schema)
 
     # --- Write -----------------------------------------------------------------------------
     def write(self, update: p4runtime_pb2.Update) -> None:
@@ -73,7 +67,7 @@ class Pipeline:
             elif which == "register_entry":
                 self.externs.write_register(kind, e.register_entry)
             elif which == "digest_entry":
-                self._write_digest(kind, e.digest_entry)
+                self.digests.write(kind, e.digest_entry)
             elif which == "value_set_entry":
                 self.value_sets.write(kind, e.value_set_entry)
             elif which is None:
@@ -83,22 +77,6 @@ class Pipeline:
         except (KeyError, ValueError) as exc:
             # The switch re-validates; P4Runtime checks above should leave nothing for it.
             raise invalid(f"the switch rejected the update: {exc}") from exc
-
-    def _write_digest(self, kind: int, e: p4runtime_pb2.DigestEntry) -> None:
-        name = self.schema.digest(e.digest_id).preamble.name
-        exists = e.digest_id in self.digest_configs
-        if kind == Update.DELETE:
-            if not exists:
-                raise not_found(f"digest '{name}' is not configured")
-            del self.digest_configs[e.digest_id]
-            return
-        if kind == Update.INSERT and exists:
-            raise already_exists(f"digest '{name}' is already configured")
-        if kind == Update.MODIFY and not exists:
-            raise not_found(f"digest '{name}' is not configured")
-        stored = p4runtime_pb2.DigestEntry()
-        stored.CopyFrom(e)
-        self.digest_configs[e.digest_id] = stored
 
     # --- Read ------------------------------------------------------------------------------
     def read(self, entity: p4runtime_pb2.Entity) -> list[p4runtime_pb2.Entity]:
@@ -131,11 +109,7 @@ class Pipeline:
         if which == "value_set_entry":
             return [E(value_set_entry=x) for x in self.value_sets.read(entity.value_set_entry)]
         if which == "digest_entry":
-            did = entity.digest_entry.digest_id
-            if did:
-                self.schema.digest(did)
-            return [E(digest_entry=d) for i, d in self.digest_configs.items()
-                    if not did or i == did]
+            return [E(digest_entry=d) for d in self.digests.read(entity.digest_entry)]
         if which is None:
             raise invalid("read of an empty entity")
         raise unimplemented(f"reading {which} is not supported by this target")
@@ -200,51 +174,3 @@ class Pipeline:
             msg.metadata.add(metadata_id=f.id, value=codec.to_bytes(value))
         msg.payload = frame[nbytes:]
         return msg
-
-    def digest_lists(self, digests: list[tuple[str, dict]]) -> list[p4runtime_pb2.DigestList]:
-        """DigestList messages for the digests the controller asked for (one per list)."""
-        out = []
-        now = time.monotonic_ns()
-        for name, values in digests:
-            did = self._digest_id(name)
-            if did is None or did not in self.digest_configs:
-                continue
-            members = self.schema.digest_members(did)
-            ordered = tuple(values[m] for m, _ in members) if members[0][0] else \
-                tuple(values.values())
-            key = (did, ordered)
-            if self._unacked.get(key, 0) > now:
-                continue
-            lst = p4runtime_pb2.DigestList(digest_id=did, list_id=self._next_list_id,
-                                           timestamp=time.time_ns())
-            ack_timeout = self.digest_configs[did].config.ack_timeout_ns
-            if ack_timeout:
-                self._remember(key, lst.list_id, now + ack_timeout, now)
-            self._next_list_id += 1
-            data = lst.data.add()
-            if len(members) == 1 and members[0][0] == "":
-                data.bitstring = codec.to_bytes(ordered[0])
-            else:
-                for value in ordered:
-                    data.struct.members.add().bitstring = codec.to_bytes(value)
-            out.append(lst)
-        return out
-
-    def _remember(self, key: tuple, list_id: int, deadline: int, now: int) -> None:
-        if len(self._lists) > 4096:   # lists nobody acknowledged: forget the expired ones
-            self._lists = {i: k for i, k in self._lists.items() if self._unacked.get(k, 0) > now}
-            self._unacked = {k: d for k, d in self._unacked.items() if d > now}
-        self._unacked[key] = deadline
-        self._lists[list_id] = key
-
-    def digest_ack(self, ack: p4runtime_pb2.DigestListAck) -> None:
-        """The controller has the list: its data may be reported again."""
-        key = self._lists.pop(ack.list_id, None)
-        if key is not None and key[0] == ack.digest_id:
-            self._unacked.pop(key, None)
-
-    def _digest_id(self, name: str) -> int | None:
-        for full, did in self.schema.digest_ids.items():
-            if full == name or full.endswith("." + name):
-                return did
-        return None

@@ -3,6 +3,7 @@ the pipeline runs under the device lock, so the data plane sees each update whol
 from __future__ import annotations
 
 import threading
+import time
 from concurrent import futures
 
 import grpc
@@ -52,6 +53,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.running: Pipeline | None = None
         device.on_cpu_packet = self._packet_in
         device.on_digests = self._digests
+        # one thread for what the spec times: digest buffers and caches, idle timeouts
+        self._tick = threading.Condition()
+        threading.Thread(target=self._timer_loop, daemon=True, name="p4rt-timers").start()
 
     # --- pipeline config -------------------------------------------------------------------
     @_guard
@@ -168,6 +172,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         results.append(exc)
             else:   # ROLLBACK_ON_ERROR; under the lock that is also DATAPLANE_ATOMIC
                 results = write_all_or_none(self.pipeline, request.updates)
+        self._poke()          # new digest configs or idle timeouts change the next deadline
         if any(r is not None for r in results):
             abort_with_batch(context, results)
         return p4runtime_pb2.WriteResponse()
@@ -235,9 +240,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         if which == "packet":
             self._packet_out(conn, req.packet)
         elif which == "digest_ack":
-            with self.device.lock:
-                if self.running is not None:
-                    self.running.digest_ack(req.digest_ack)
+            running = self.running
+            if running is not None:
+                running.digests.ack(req.digest_ack)
+                self._poke()
         else:
             self._stream_error(conn, grpc.StatusCode.UNIMPLEMENTED,
                                f"stream message '{which}' is not supported", other=req)
@@ -280,11 +286,32 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             conn.send(p4runtime_pb2.StreamMessageResponse(packet=packet))
 
     def _digests(self, digests) -> None:
-        if self.running is None:
+        running = self.running
+        if running is None:
             return
-        for lst in self.running.digest_lists(digests):
+        self._send_digest_lists(running.digests.offer(digests))
+        self._poke()
+
+    def _send_digest_lists(self, lists) -> None:
+        for lst in lists:
             for conn in self.arbiter.primaries():
                 conn.send(p4runtime_pb2.StreamMessageResponse(digest=lst))
+
+    # --- timers ----------------------------------------------------------------------------
+    def _poke(self) -> None:
+        with self._tick:
+            self._tick.notify()
+
+    def _timer_loop(self) -> None:
+        while True:
+            with self._tick:      # a poke while the deadline is computed waits for wait()
+                running = self.running
+                deadline = running.digests.next_deadline() if running is not None else None
+                wait = 1.0 if deadline is None else (deadline - time.monotonic_ns()) / 1e9
+                if wait > 0:
+                    self._tick.wait(min(wait, 1.0))
+            if running is not None and running is self.running:
+                self._send_digest_lists(running.digests.due())
 
     # --- helpers ---------------------------------------------------------------------------
     def _check_device(self, device_id: int) -> None:

@@ -1,0 +1,150 @@
+"""What a controller written for simple_switch_grpc relies on, through p4runtime-shell (the PyPI
+client) against `p4switch run` on both backends (and simple_switch_grpc when installed), with
+tests/p4switch/device_programs/controller.p4 and frames on real veths: digest lists, idle
+timeouts, meters, watch ports of action selector groups, packet I/O, arbitration."""
+from __future__ import annotations
+
+import pathlib
+import shutil
+import time
+from dataclasses import dataclass
+
+import p4runtime_sh.shell as sh
+import pytest
+from p4.v1 import p4runtime_pb2
+from targets import compile_for, start_target
+from test_device_net import ETH_TEST, links, raw_socket, receive_all  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.netns
+PROGRAMS = pathlib.Path(__file__).parent / "device_programs"
+DEVICE = 5
+UNKNOWN_DST = b"\x02\x00\x00\x00\x00\xee"
+
+
+@pytest.fixture(params=["p4switch-native", "p4switch-python",
+                        pytest.param("bmv2", marks=pytest.mark.bmv2)])
+def target(request):
+    if request.param == "bmv2" and shutil.which("p4c-bm2-ss") is None:
+        pytest.skip("p4c-bm2-ss is not on PATH")
+    return request.param
+
+
+@dataclass
+class Rig:
+    target: str
+    switch: object
+    ports: dict[int, str]      # port number -> switch-side interface
+    hosts: dict[int, str]      # port number -> host-side interface
+
+    def send(self, port: int, frame: bytes) -> None:
+        with raw_socket(self.hosts[port]) as s:
+            s.send(frame)
+
+
+@pytest.fixture
+def rig(target, links, tmp_path):  # noqa: F811 (the fixture imported above)
+    pairs = {i: links.local() for i in (1, 2, 3)}
+    ports = {i: sw for i, (sw, _) in pairs.items()}
+    config = sh.FwdPipeConfig(*compile_for(target, str(PROGRAMS / "controller.p4"),
+                                           str(tmp_path)))
+    with start_target(target, ports, device_id=DEVICE, cpu_port=510) as switch:
+        sh.setup(device_id=DEVICE, grpc_addr=switch.grpc_addr, election_id=(0, 1),
+                 config=config, verbose=False)
+        try:
+            yield Rig(target, switch, ports, {i: h for i, (_, h) in pairs.items()})
+        finally:
+            sh.teardown()
+
+
+def mac(n: int) -> bytes:
+    return bytes([2, 0, 0, 0, 0, n])
+
+
+def frame(src: bytes, dst: bytes = UNKNOWN_DST, seq: int = 0) -> bytes:
+    """ethernet + probe header (colours 0, seq) + padding to 64 bytes"""
+    head = dst + src + ETH_TEST.to_bytes(2, "big") + b"\x00\x00" + seq.to_bytes(4, "big")
+    return head + bytes(64 - len(head))
+
+
+def next_stream(kind: str, timeout: float):
+    """The next stream message of this kind (p4runtime-shell's queue), None if none came."""
+    return sh.client.get_stream_packet(kind, timeout=timeout)
+
+
+def ack(lst: p4runtime_pb2.DigestList) -> None:
+    req = p4runtime_pb2.StreamMessageRequest()
+    req.digest_ack.digest_id, req.digest_ack.list_id = lst.digest_id, lst.list_id
+    sh.client.stream_out_q.put(req)
+
+
+def sources(lst: p4runtime_pb2.DigestList) -> list[tuple[bytes, int]]:
+    """(source MAC, ingress port) of each message in a DigestList"""
+    out = []
+    for data in lst.data:
+        src, port = (m.bitstring for m in data.struct.members)
+        out.append((src.rjust(6, b"\x00"), int.from_bytes(port, "big")))
+    return out
+
+
+def configure_digest(kind: str = "insert", **config) -> sh.DigestEntry:
+    d = sh.DigestEntry("mac_learn_t")
+    for name, value in config.items():
+        setattr(d, name, value)
+    getattr(d, kind)()
+    return d
+
+
+# --- digests -------------------------------------------------------------------------------
+def test_digest_lists_fill_to_max_list_size_or_wait_max_timeout(rig):
+    configure_digest(max_list_size=3, max_timeout_ns=300_000_000, ack_timeout_ns=10**10)
+    (read,) = sh.DigestEntry("mac_learn_t").read()
+    assert (read.max_list_size, read.max_timeout_ns, read.ack_timeout_ns) == (3, 300_000_000,
+                                                                             10**10)
+    for n in (1, 2, 1, 3):                 # the second A is a duplicate within the buffer
+        rig.send(1, frame(mac(n)))
+    first = next_stream("digest", 2).digest
+    assert sources(first) == [(mac(1), 1), (mac(2), 1), (mac(3), 1)]
+
+    # (A, 1) is in the cache (sent, not acked): only D is buffered; it leaves on the timeout
+    rig.send(1, frame(mac(1)))
+    rig.send(2, frame(mac(4)))
+    start = time.monotonic()
+    second = next_stream("digest", 3).digest
+    assert sources(second) == [(mac(4), 2)]
+    assert time.monotonic() - start >= 0.2             # held for max_timeout_ns (0.3 s)
+    assert second.list_id != first.list_id and second.digest_id == first.digest_id
+
+    ack(first)                            # (A, 1) may be reported again
+    time.sleep(0.2)
+    rig.send(1, frame(mac(1)))
+    assert sources(next_stream("digest", 3).digest) == [(mac(1), 1)]
+
+
+def test_digest_unacked_data_waits_for_ack_timeout(rig):
+    configure_digest(max_list_size=1, ack_timeout_ns=600_000_000)
+    rig.send(1, frame(mac(7)))
+    first = next_stream("digest", 2).digest
+    assert sources(first) == [(mac(7), 1)]
+    rig.send(1, frame(mac(7)))            # not acked: suppressed
+    assert next_stream("digest", 0.3) is None
+    time.sleep(0.5)                       # ack_timeout_ns has passed since the list was sent
+    rig.send(1, frame(mac(7)))
+    again = next_stream("digest", 2).digest
+    assert sources(again) == [(mac(7), 1)] and again.list_id != first.list_id
+
+
+def test_digest_entry_insert_modify_delete(rig):
+    with pytest.raises(Exception, match="NOT_FOUND"):
+        configure_digest("modify", max_list_size=1)
+    configure_digest(max_list_size=1)
+    with pytest.raises(Exception, match="ALREADY_EXISTS"):
+        configure_digest(max_list_size=1)
+    configure_digest("modify", max_list_size=2, max_timeout_ns=10**9)
+    (read,) = sh.DigestEntry("mac_learn_t").read()
+    assert (read.max_list_size, read.max_timeout_ns) == (2, 10**9)
+    sh.DigestEntry("mac_learn_t").delete()
+    assert list(sh.DigestEntry("mac_learn_t").read()) == []
+    rig.send(1, frame(mac(9)))            # learning is off: no list
+    assert next_stream("digest", 0.5) is None
+    with pytest.raises(Exception, match="NOT_FOUND"):
+        sh.DigestEntry("mac_learn_t").delete()
