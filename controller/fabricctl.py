@@ -18,6 +18,7 @@ import yaml
 from google.protobuf import json_format
 from tabulate import tabulate
 
+from controller import tls
 from controller.proto import fabric_pb2 as api
 from controller.proto import fabric_pb2_grpc
 
@@ -37,15 +38,17 @@ EXIT_OTHER = 8
 
 
 class Ctx:
-    def __init__(self, server: str, as_json: bool, timeout: float) -> None:
+    def __init__(self, server: str, as_json: bool, timeout: float,
+                 client_tls: tls.ClientTLS | None = None) -> None:
         self.server = server
+        self.tls = client_tls
         self.as_json = as_json
         self.timeout = timeout
         self._stub = None
 
     def call(self, method: str, request):
         if self._stub is None:
-            self._stub = fabric_pb2_grpc.FabricStub(grpc.insecure_channel(self.server))
+            self._stub = fabric_pb2_grpc.FabricStub(tls.channel(self.server, self.tls))
         try:
             return getattr(self._stub, method)(request, timeout=self.timeout)
         except grpc.RpcError as err:
@@ -83,10 +86,20 @@ def _sync_table(reply) -> None:
               show_default=f"$FABRICD or {DEFAULT_SERVER}", help="fabricd's API address.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @click.option("--timeout", default=30.0, show_default=True, help="Seconds per request.")
+@click.option("--ca", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Connect over TLS, verifying fabricd against this CA.")
+@click.option("--cert", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="PEM client certificate, for a fabricd that requires one (with --key, --ca).")
+@click.option("--key", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="PEM private key of --cert.")
 @click.pass_context
-def main(ctx, server, as_json, timeout):
+def main(ctx, server, as_json, timeout, ca, cert, key):
     """Drive the fabric controller (fabricd)."""
-    ctx.obj = Ctx(server, as_json, timeout)
+    if (cert or key) and not ca:
+        raise click.UsageError("--cert/--key need --ca")
+    try:
+        client_tls = tls.ClientTLS.from_files(ca, cert, key) if ca else None
+    except ValueError as err:
+        raise click.UsageError(str(err)) from None
+    ctx.obj = Ctx(server, as_json, timeout, client_tls)
 
 
 # -- topology, sync, routes -----------------------------------------------------------------------

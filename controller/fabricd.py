@@ -25,7 +25,7 @@ from pathlib import Path
 
 import click
 
-from controller import encode_fabric
+from controller import encode_fabric, tls
 from controller.fabricd_service import serve
 from controller.fabricd_state import Fabric
 from controller.intent import Intent, IntentError
@@ -92,6 +92,22 @@ def switch_addresses(intent: Intent, overrides: tuple[str, ...]) -> dict[str, st
     return addresses
 
 
+def tls_settings(cert, key, client_ca, switch_ca, switch_cert, switch_key):
+    """-> (ServerTLS of the API or None, ClientTLS toward the switches or None); a missing
+    half of a pair, or a PEM file that does not load, is a usage error."""
+    if (cert is None) != (key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    if client_ca and not cert:
+        raise click.UsageError("--tls-client-ca needs --tls-cert and --tls-key")
+    if (switch_cert or switch_key) and not switch_ca:
+        raise click.UsageError("--switch-cert/--switch-key need --switch-ca")
+    try:
+        api_tls = tls.ServerTLS.from_files(cert, key, client_ca) if cert else None
+        switch_tls = (tls.ClientTLS.from_files(switch_ca, switch_cert, switch_key)
+                      if switch_ca else None)
+    except ValueError as err:
+        raise click.UsageError(str(err)) from None
+    return api_tls, switch_tls
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -114,6 +130,17 @@ def switch_addresses(intent: Intent, overrides: tuple[str, ...]) -> dict[str, st
               help="P4Runtime address of a switch (default 127.0.0.1:grpc_port_base+id).")
 @click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
               help="Address of the northbound API (port 0 picks a free one).")
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Serve the API over TLS with this PEM certificate (and --tls-key).")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="PEM private key of --tls-cert.")
+@click.option("--tls-client-ca", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Require API clients to show a certificate signed by this CA (mutual TLS).")
+@click.option("--switch-ca", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Connect to the switches over TLS, verifying them against this CA.")
+@click.option("--switch-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="PEM client certificate shown to switches that require one (with "
+                   "--switch-key and --switch-ca).")
+@click.option("--switch-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="PEM private key of --switch-cert.")
 @click.option("--port-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the bound API port here once serving.")
 @click.option("--election-id", default=1, show_default=True, type=click.IntRange(1))
@@ -131,12 +158,14 @@ def switch_addresses(intent: Intent, overrides: tuple[str, ...]) -> dict[str, st
               default="hash", show_default=True,
               help="How ECMP groups pick a member: per flow (hash) or per packet (baselines).")
 @click.option("-v", "--verbose", is_flag=True)
-def main(topo_path, state_path, program, compiler, p4info, config, overrides, listen, port_file,
-         election_id, resync_period, switch_timeout, ecn_threshold, ecn_delay_us, ecmp_mode,
-         verbose):
+def main(topo_path, state_path, program, compiler, p4info, config, overrides, listen, tls_cert,
+         tls_key, tls_client_ca, switch_ca, switch_cert, switch_key, port_file, election_id,
+         resync_period, switch_timeout, ecn_threshold, ecn_delay_us, ecmp_mode, verbose):
     """Run the fabric controller: connect to every switch and serve the fabric API."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="fabricd: %(message)s")
+    api_tls, switch_tls = tls_settings(tls_cert, tls_key, tls_client_ca, switch_ca,
+                                       switch_cert, switch_key)
     pipeline = load_pipeline(program, p4info, config, compiler)
     schema = Schema(pipeline.p4info)
     limits = (encode_fabric.slot_capacity(schema), encode_fabric.max_workers(schema))
@@ -153,13 +182,13 @@ def main(topo_path, state_path, program, compiler, p4info, config, overrides, li
     intent.ecn_threshold, intent.ecn_delay_us = ecn_threshold, ecn_delay_us
     intent.ecmp_mode = ecmp_mode
     fabric = Fabric(intent, pipeline, switch_addresses(intent, overrides), state_path,
-                    election_id, switch_timeout)
+                    election_id, switch_timeout, switch_tls)
     fabric.save()
     for result in fabric.sync_all():
         status = result.error or (f"{result.inserted} inserted, {result.modified} modified, "
                                   f"{result.deleted} deleted")
         click.echo(f"fabricd: {result.switch}: {status}", err=True)
-    server, port = serve(fabric, listen)
+    server, port = serve(fabric, listen, api_tls)
     if port_file:
         port_file.write_text(f"{port}\n")
     click.echo(f"fabricd: serving {intent.topo.name} on {listen.rsplit(':', 1)[0]}:{port}",

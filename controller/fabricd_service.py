@@ -13,6 +13,7 @@ from controller.intent import IntentError
 from controller.p4rt import P4RuntimeError
 from controller.proto import fabric_pb2 as api
 from controller.proto import fabric_pb2_grpc
+from controller.tls import ServerTLS, bind
 from fabricmodel import ethereal
 from fabricmodel.loads import lower_bound, max_load
 
@@ -253,10 +254,11 @@ class Service(fabric_pb2_grpc.FabricServicer):
                                          group_id=st.group_id) for st in job.stages])
 
 
-def serve(fabric: Fabric, listen: str) -> tuple[grpc.Server, int]:
+def serve(fabric: Fabric, listen: str,
+          tls: ServerTLS | None = None) -> tuple[grpc.Server, int]:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     fabric_pb2_grpc.add_FabricServicer_to_server(Service(fabric), server)
-    port = server.add_insecure_port(listen)
+    port = bind(server, listen, tls, "fabricd's API")
     if port == 0:
         raise click.ClickException(f"cannot listen on {listen}")
     server.start()

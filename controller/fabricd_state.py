@@ -13,6 +13,7 @@ from controller import encode_fabric
 from controller.intent import Intent
 from controller.p4rt import Device, P4RuntimeError, Pipeline, Schema
 from controller.proto import fabric_pb2 as api
+from controller.tls import ClientTLS
 
 log = logging.getLogger("fabricd")
 
@@ -22,14 +23,15 @@ class Fabric:
 
     def __init__(self, intent: Intent, pipeline: Pipeline, addresses: dict[str, str],
                  state_path: Path | None = None, election_id: int = 1,
-                 timeout: float = 10.0) -> None:
+                 timeout: float = 10.0, tls: ClientTLS | None = None) -> None:
         self.intent = intent
         self.pipeline = pipeline
         self.state_path = state_path
         self.lock = threading.RLock()
         self.schema = Schema(pipeline.p4info)
         self.devices = {
-            name: Device(name, addresses[name], sw.device_id, pipeline, election_id, timeout)
+            name: Device(name, addresses[name], sw.device_id, pipeline, election_id, timeout,
+                         tls)
             for name, sw in intent.topo.switches.items()}
         self.states = encode_fabric.intended_states(intent, self.schema)
 

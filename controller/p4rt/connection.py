@@ -14,6 +14,8 @@ import grpc
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
+from controller.tls import ClientTLS, channel
+
 from .errors import NotPrimaryError, P4RuntimeError, from_rpc_error
 
 _CLOSE = object()
@@ -21,8 +23,9 @@ _CLOSE = object()
 
 class Connection:
     def __init__(self, address: str, device_id: int, election_id: int = 1,
-                 timeout: float = 10.0) -> None:
+                 timeout: float = 10.0, tls: ClientTLS | None = None) -> None:
         self.address = address
+        self.tls = tls
         self.device_id = device_id
         self.election_id = election_id
         self.timeout = timeout
@@ -69,7 +72,7 @@ class Connection:
     def open_channel(self) -> None:
         """Only the channel: enough to Read (an observer that must not take primacy away)."""
         self.close()
-        self._channel = grpc.insecure_channel(self.address)
+        self._channel = channel(self.address, self.tls)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError:

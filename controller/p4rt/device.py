@@ -16,6 +16,8 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
+from controller.tls import ClientTLS
+
 from . import sync
 from .connection import Connection
 from .entities import CloneSession, CounterCell, MulticastGroup, TableEntry
@@ -48,11 +50,12 @@ class Pipeline:
 
 class Device:
     def __init__(self, name: str, address: str, device_id: int, pipeline: Pipeline,
-                 election_id: int = 1, timeout: float = 10.0) -> None:
+                 election_id: int = 1, timeout: float = 10.0,
+                 tls: ClientTLS | None = None) -> None:
         self.name = name
         self.pipeline = pipeline
         self.schema = Schema(pipeline.p4info)
-        self.conn = Connection(address, device_id, election_id, timeout)
+        self.conn = Connection(address, device_id, election_id, timeout, tls)
         self.pipeline_pushes = 0
         self._lock = threading.RLock()
 

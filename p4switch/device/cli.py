@@ -54,6 +54,17 @@ def _per_port(kind, parse, minimum):
 @click.option("--device-id", type=click.IntRange(0), default=0, show_default=True)
 @click.option("--grpc-addr", "--grpc-server-addr", "grpc_addr", default="127.0.0.1:9559",
               show_default=True, help="P4Runtime listen address (port 0: any free port).")
+@click.option("--grpc-server-ssl", "server_ssl", is_flag=True,
+              help="Serve P4Runtime over TLS (needs --grpc-server-cert and --grpc-server-key).")
+@click.option("--grpc-server-cert", type=click.Path(exists=True, dir_okay=False),
+              help="PEM file holding the server certificate.")
+@click.option("--grpc-server-key", type=click.Path(exists=True, dir_okay=False),
+              help="PEM file holding the server's private key.")
+@click.option("--grpc-server-cacert", type=click.Path(exists=True, dir_okay=False),
+              help="PEM file holding the CA that client certificates are verified against.")
+@click.option("--grpc-server-with-client-auth", "client_auth", is_flag=True,
+              help="Refuse clients without a certificate signed by --grpc-server-cacert "
+              "(mutual TLS).")
 @click.option("--cpu-port", type=click.IntRange(0, 511), default=None,
               help="Port whose packets become PacketIn and where PacketOut enters.")
 @click.option("--log-console", is_flag=True, help="Per-packet log on stdout.")
@@ -72,7 +83,8 @@ def _per_port(kind, parse, minimum):
 @click.option("--backend", type=click.Choice(["python", "native"]), default=None,
               help="Pipeline execution: native (compiled to C, the default where a C compiler "
               "exists) or python (the reference, with per-packet logs and pcap).")
-def run_command(program, no_p4, interfaces, device_id, grpc_addr, cpu_port, log_console,
+def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, grpc_server_cert,
+                grpc_server_key, grpc_server_cacert, client_auth, cpu_port, log_console,
                 log_file, queue_rate, queue_depth, pcap_dir, control_socket, include_dirs,
                 backend):
     """Run a v1model switch on Linux interfaces, serving P4Runtime (like simple_switch_grpc).
@@ -83,8 +95,10 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, cpu_port, log_
     if cpu_port is not None and cpu_port in interfaces:
         raise click.BadParameter(f"port {cpu_port} is both the CPU port and an interface",
                                  param_hint="--cpu-port")
+    tls = _server_tls(server_ssl, grpc_server_cert, grpc_server_key, grpc_server_cacert, client_auth)
     from p4.v1 import p4runtime_pb2
 
+    from ..runtime.credentials import plaintext_warning
     from ..runtime.errors import P4RuntimeError
     from ..runtime.server import serve
     from .control import ControlServer
@@ -112,7 +126,7 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, cpu_port, log_
     except OSError as exc:
         raise click.ClickException(f"cannot open the ports: {exc}") from None
     try:
-        server, service, bound = serve(device, device_id, grpc_addr)
+        server, service, bound = serve(device, device_id, grpc_addr, tls=tls)
     except (OSError, RuntimeError) as exc:
         device.close()
         raise click.ClickException(str(exc)) from None
@@ -130,6 +144,9 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, cpu_port, log_
     control = ControlServer(control_socket, tm) if control_socket else None
     device.start()
     host = grpc_addr.rsplit(":", 1)[0]
+    warning = plaintext_warning(grpc_addr, tls)
+    if warning:
+        print(f"p4switch: warning: {warning}", file=sys.stderr, flush=True)
     ports = ", ".join(f"{n}@{name}" for n, name in sorted(interfaces.items())) or "none"
     print(f"p4switch: device {device_id}, {backend} backend, ports {ports}, cpu port {cpu_port}, "
           f"P4Runtime server listening on {host}:{bound}", flush=True)
@@ -142,6 +159,26 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, cpu_port, log_
         control.close()
     device.stop()
     log.close()
+
+
+def _server_tls(server_ssl, cert, key, cacert, client_auth):
+    """The TLS settings of the command line, checked as simple_switch_grpc checks them, except
+    that certificates given without --grpc-server-ssl are an error (BMv2 ignores them and
+    serves plaintext, which is the mistake this should catch)."""
+    from ..runtime.credentials import ServerTLS
+    if not server_ssl:
+        given = [name for name, value in (("--grpc-server-cert", cert), ("--grpc-server-key", key),
+                 ("--grpc-server-cacert", cacert), ("--grpc-server-with-client-auth",
+                 client_auth)) if value]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} without --grpc-server-ssl")
+        return None
+    if not (cert and key):
+        raise click.UsageError("--grpc-server-ssl needs --grpc-server-cert and --grpc-server-key")
+    try:
+        return ServerTLS.from_files(cert, key, cacert, client_auth)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _backend(choice, python_only_options):

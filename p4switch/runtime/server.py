@@ -9,6 +9,7 @@ from concurrent import futures
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from . import credentials
 from .arbitration import END, Arbiter, Close, Connection
 from .errors import (
     P4RuntimeError,
@@ -332,14 +333,16 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         return request.election_id if request.HasField("election_id") else None
 
 
-def serve(device, device_id: int, address: str, workers: int = 32):
-    """Start the gRPC server -> (grpc.Server, P4RuntimeService, bound port). Each open
-    StreamChannel holds a worker for its lifetime, hence the generous pool."""
+def serve(device, device_id: int, address: str, workers: int = 32,
+          tls: credentials.ServerTLS | None = None):
+    """Start the gRPC server (plaintext, or TLS when `tls` is given) -> (grpc.Server,
+    P4RuntimeService, bound port). Each open StreamChannel holds a worker for its lifetime,
+    hence the generous pool."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers,
                                                     thread_name_prefix="p4rt"))
     service = P4RuntimeService(device, device_id)
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
-    port = server.add_insecure_port(address)
+    port = credentials.bind(server, address, tls)
     if port == 0:
         raise OSError(f"cannot bind the P4Runtime server to {address}")
     server.start()

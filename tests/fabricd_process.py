@@ -1,0 +1,115 @@
+"""fabricd as a child process for the controller tests and the reliability bench: fabric.p4
+compiled once by p4switch, fabricd started on a port of its choosing (read from --port-file by
+polling), its startup report, and a read-back of every switch compared with the intent."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import p4switch
+from controller import encode_fabric
+from controller.intent import Intent
+from controller.p4rt import Device, Pipeline, sync
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def compile_fabric(out: Path) -> tuple[Path, Path, Pipeline]:
+    """fabric.p4 compiled by p4switch, written as the files `p4switch compile` writes."""
+    info, config = p4switch.compile_program(str(REPO / "p4src" / "fabric.p4"))
+    (out / "fabric.p4info.bin").write_bytes(info.SerializeToString())
+    (out / "fabric.json").write_bytes(config)
+    return out / "fabric.p4info.bin", out / "fabric.json", Pipeline(info, config)
+
+
+class Fabricd:
+    """`start()` runs fabricd on the topology (or the saved --state) with the switches at
+    `addresses`; `extra` are more options (TLS); -> the API address."""
+
+    def __init__(self, tmp: Path, compiled, addresses: dict[str, str], topology: Path,
+                 extra: tuple[str, ...] = ()) -> None:
+        self.tmp, self.compiled, self.addresses = tmp, compiled, addresses
+        self.topology, self.extra = topology, list(extra)
+        self.proc: subprocess.Popen | None = None
+        self.log = tmp / "fabricd.log"
+        self.server = ""
+
+    def start(self, timeout: float = 60.0) -> str:
+        port_file = self.tmp / "port"
+        port_file.unlink(missing_ok=True)
+        args = [sys.executable, "-m", "controller.fabricd", "--topology", str(self.topology),
+                "--state", str(self.tmp / "state.json"), "--p4info", str(self.compiled[0]),
+                "--config", str(self.compiled[1]), "--listen", "127.0.0.1:0",
+                "--port-file", str(port_file), "--resync-period", "0.3",
+                "--switch-timeout", "5", *self.extra]
+        for name, addr in self.addresses.items():
+            args += ["--switch", f"{name}={addr}"]
+        self.proc = subprocess.Popen(args, cwd=REPO, stderr=self.log.open("w"))
+        deadline = time.monotonic() + timeout
+        while not port_file.exists() or not port_file.read_text().strip():
+            assert self.proc.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, "fabricd did not start"
+            time.sleep(0.05)
+        self.server = f"127.0.0.1:{port_file.read_text().strip()}"
+        return self.server
+
+    def startup_report(self) -> dict[str, str]:
+        return dict(re.findall(r"fabricd: (\w+): (.*)", self.log.read_text()))
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to close its sessions, as a crash."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def read_back(addresses: dict[str, str], device_ids: dict[str, int], pipeline: Pipeline,
+              tls=None) -> dict[str, sync.State]:
+    """Every table entry, port_liveness's default, multicast group and clone session of
+    every switch, read as an observer (no arbitration, so fabricd stays primary)."""
+    states = {}
+    for name, addr in addresses.items():
+        dev = Device(name, addr, device_ids[name], pipeline, timeout=5, tls=tls)
+        dev.conn.open_channel()
+        try:
+            states[name] = dev.read_state(defaults_of=("FabricIngress.port_liveness",))
+        finally:
+            dev.close()
+    return states
+
+
+def intended(state_file: Path, pipeline: Pipeline) -> dict[str, sync.State]:
+    """What fabricd's saved intent says every switch must hold."""
+    schema = Device("x", "127.0.0.1:1", 0, pipeline).schema
+    intent = Intent.from_json(state_file.read_text(), encode_fabric.slot_capacity(schema),
+                              encode_fabric.max_workers(schema))
+    return encode_fabric.intended_states(intent, schema)
+
+
+def _entries(state: sync.State) -> list:
+    return [(sync.entry_key(e), sync.entry_action(e)) for e in state.table_entries]
+
+
+def _groups(state: sync.State) -> list:
+    return ([("mc", g.group_id, tuple(sorted(g.replicas))) for g in state.multicast_groups]
+            + [("clone", s.session_id, s) for s in state.clone_sessions])
+
+
+def difference(want: sync.State, have: sync.State) -> dict[str, int]:
+    """Entries (table entries, multicast groups, clone sessions) a switch holds twice, lacks,
+    or holds without the intent asking (or with another action): zero for a switch in sync."""
+    dup = (len(_entries(have)) - len({k for k, _ in _entries(have)})
+           + len(_groups(have)) - len({g[:2] for g in _groups(have)}))
+    want_e, have_e = set(_entries(want)), set(_entries(have))
+    want_g, have_g = set(map(repr, _groups(want))), set(map(repr, _groups(have)))
+    return {"duplicated": dup,
+            "missing": len(want_e - have_e) + len(want_g - have_g),
+            "stale": len(have_e - want_e) + len(have_g - want_g)}
