@@ -21,13 +21,22 @@ def compile_program(path, include_dirs=(), defines=None):
     return p4info.build(program), frontend.config_bytes(program)
 
 
-def load(path, include_dirs=(), defines=None, cpu_port=None, backend="python"):
+def load(path, include_dirs=(), defines=None, cpu_port=None, backend="python", fallback=None):
     """Compiles a P4 program and returns a Switch running it on `backend` ("python", the
     reference semantics, or "native", compiled to C). Raises P4CompileError, and
-    native.Unsupported for a program the native backend does not run."""
+    native.Unsupported for a program the native backend does not run, unless `fallback` is
+    given: then fallback(reason) is called and the switch runs on the Python backend."""
     from . import frontend, p4info
     program = frontend.compile_file(str(path), include_dirs, defines)
-    return _switch(backend)(program, p4info.build(program), cpu_port=cpu_port)
+    info = p4info.build(program)
+    if backend == "native" and fallback is not None:
+        from .native import Unsupported
+        try:
+            return _switch("native")(program, info, cpu_port=cpu_port)
+        except Unsupported as exc:
+            fallback(str(exc))
+            backend = "python"
+    return _switch(backend)(program, info, cpu_port=cpu_port)
 
 
 def load_config(info, config: bytes, cpu_port=None, backend="python"):

@@ -587,8 +587,9 @@ def _describe(filename, port, index, exp, act, problem) -> str:
 
 
 def run_stf(program: str | Path, stf: str | Path, include_dirs=(), sw=None,
-            dialect: str = "p4switch", backend="python") -> StfResult:
-    """Load PROGRAM (unless a switch is given) and run the STF file on it.
+            dialect: str = "p4switch", backend="python", fallback=None) -> StfResult:
+    """Load PROGRAM (unless a switch is given) and run the STF file on it; `fallback` as in
+    p4switch.load (the Python backend for a program the native one does not run).
 
     Raises p4switch.P4CompileError for a bad program and StfError for a bad STF line (in the
     p4c dialect also for what p4c's BMv2 driver cannot run)."""
@@ -597,7 +598,8 @@ def run_stf(program: str | Path, stf: str | Path, include_dirs=(), sw=None,
     stf = Path(stf)
     commands = parse_stf(stf.read_text(), str(stf), dialect)
     if sw is None:
-        sw = p4switch.load(str(program), include_dirs=tuple(include_dirs), backend=backend)
+        sw = p4switch.load(str(program), include_dirs=tuple(include_dirs), backend=backend,
+                           fallback=fallback)
     runner = StfRunner(sw, str(stf), dialect)
     return runner.run(commands)
 
@@ -624,9 +626,14 @@ def stf_command(program, stf, include_dirs, verbose, dialect, backend):
         sys.exit(2)
     if backend is None and not available():
         click.echo(unavailable_reason(), err=True)
+    fallback = None
+    if backend is None:     # the default path runs every program: say when it is not native
+        def fallback(reason):
+            click.echo(f"p4switch: the native backend does not run {program} ({reason}): "
+                       "running it on the Python backend", err=True)
     try:
         result = run_stf(program, stf, include_dirs, dialect=dialect,
-                         backend=backend or default_backend())
+                         backend=backend or default_backend(), fallback=fallback)
     except (p4switch.P4CompileError, StfError) as exc:
         click.echo(str(exc), err=True)
         sys.exit(2)

@@ -106,8 +106,8 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, gr
     from .log import EventLog
     from .traffic_manager import TrafficManager
 
-    backend = _backend(backend, log_console or log_file or pcap_dir)
     config = _compile(program, include_dirs) if program else None
+    backend = _backend(backend, log_console or log_file or pcap_dir, program, config)
     if backend == "native":
         from .native_device import NativeDevice, NativeQueues
         tm = NativeQueues()
@@ -181,8 +181,8 @@ def _server_tls(server_ssl, cert, key, cacert, client_auth):
         raise click.UsageError(str(exc)) from None
 
 
-def _backend(choice, python_only_options):
-    from ..native import available, default_backend, unavailable_reason
+def _backend(choice, python_only_options, program, config):
+    from ..native import available, default_backend, refusal, unavailable_reason
     if choice == "native" and not available():
         raise click.ClickException(unavailable_reason())
     if choice is None:
@@ -190,10 +190,21 @@ def _backend(choice, python_only_options):
             return "python"      # per-packet logs and pcap come from the Python backend
         if not available():
             print(f"p4switch: {unavailable_reason()}", file=sys.stderr, flush=True)
+            return "python"
+        reason = config and refusal(_program_of(config))
+        if reason:
+            print(f"p4switch: the native backend does not run {program} ({reason}): running it "
+                  "on the Python backend", file=sys.stderr, flush=True)
+            return "python"
         return default_backend()
     if choice == "native" and python_only_options:
         raise click.UsageError("--log-console, --log-file and --pcap need --backend python")
     return choice
+
+
+def _program_of(config):
+    from ..frontend import program_from_config
+    return program_from_config(config[1])
 
 
 def _compile(program, include_dirs):

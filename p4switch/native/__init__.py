@@ -4,7 +4,7 @@ from __future__ import annotations
 from .build import compiler
 from .lowered import Unsupported
 
-__all__ = ["Unsupported", "available", "default_backend", "unavailable_reason"]
+__all__ = ["Unsupported", "available", "default_backend", "refusal", "unavailable_reason"]
 
 
 def available() -> bool:
@@ -18,3 +18,13 @@ def unavailable_reason() -> str:
 def default_backend() -> str:
     """What `p4switch run` and `p4switch stf` use without --backend."""
     return "native" if available() else "python"
+
+
+def refusal(program) -> str | None:
+    """Why the native backend does not run `program` (a compiled Program), or None if it does."""
+    from .program import generate
+    try:
+        generate(program)
+    except Unsupported as exc:
+        return str(exc)
+    return None
