@@ -29,6 +29,7 @@ from controller import encode_fabric, tls
 from controller.fabricd_service import serve
 from controller.fabricd_state import Fabric
 from controller.intent import Intent, IntentError
+from controller.liveview.server import WebServer
 from controller.p4rt import Pipeline, Schema
 
 DEFAULT_LISTEN = "127.0.0.1:50100"
@@ -110,6 +111,16 @@ def tls_settings(cert, key, client_ca, switch_ca, switch_cert, switch_key):
     return api_tls, switch_tls
 
 
+def start_web(fabric: Fabric, listen: str) -> WebServer:
+    try:
+        web = WebServer(fabric, listen).start()
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--web") from None
+    host = listen.rpartition(":")[0]
+    click.echo(f"fabricd: live view on http://{host}:{web.port}/", err=True)
+    return web
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--topology", "topo_path", type=click.Path(exists=True, dir_okay=False,
               path_type=Path), help="Topology YAML (ignored when --state holds one).")
@@ -157,10 +168,13 @@ def tls_settings(cert, key, client_ca, switch_ca, switch_cert, switch_key):
 @click.option("--ecmp-mode", type=click.Choice(sorted(encode_fabric.ECMP_MODES)),
               default="hash", show_default=True,
               help="How ECMP groups pick a member: per flow (hash) or per packet (baselines).")
+@click.option("--web", metavar="HOST:PORT",
+              help="Serve the live view (topology, link loads, who uses each link) here, "
+                   "e.g. 127.0.0.1:8080. Off by default.")
 @click.option("-v", "--verbose", is_flag=True)
 def main(topo_path, state_path, program, compiler, p4info, config, overrides, listen, tls_cert,
          tls_key, tls_client_ca, switch_ca, switch_cert, switch_key, port_file, election_id,
-         resync_period, switch_timeout, ecn_threshold, ecn_delay_us, ecmp_mode, verbose):
+         resync_period, switch_timeout, ecn_threshold, ecn_delay_us, ecmp_mode, web, verbose):
     """Run the fabric controller: connect to every switch and serve the fabric API."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="fabricd: %(message)s")
@@ -193,12 +207,15 @@ def main(topo_path, state_path, program, compiler, p4info, config, overrides, li
         port_file.write_text(f"{port}\n")
     click.echo(f"fabricd: serving {intent.topo.name} on {listen.rsplit(':', 1)[0]}:{port}",
                err=True)
+    web_server = start_web(fabric, web) if web else None
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     threading.Thread(target=fabric.watchdog, args=(stop, resync_period), daemon=True).start()
     stop.wait()
     server.stop(grace=1).wait()
+    if web_server:
+        web_server.stop()
     fabric.close()
     sys.exit(0)
 

@@ -84,10 +84,10 @@ def quiet(ns: str) -> None:
 
 
 def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | None = None,
-          target: str = "p4switch"):
+          target: str = "p4switch", fabricd_args: tuple[str, ...] = ()):
     """Yields the Fabric of `target` switches ("p4switch" or "bmv2"); stops fabricd and every
     switch afterwards. queue_depth: p4switch's egress queues in packets (its default if
-    None)."""
+    None). fabricd_args: more options for fabricd (e.g. --web)."""
     path = tmp_path / "topology.yaml"
     path.write_text(topology_yaml)
     topo = load(path)
@@ -135,6 +135,7 @@ def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | 
         if target == "bmv2":
             args += ["--compiler", BMV2_COMPILER]
         args += [a for name, addr in addresses.items() for a in ("--switch", f"{name}={addr}")]
+        args += list(fabricd_args)
         log = (tmp_path / "fabricd.log").open("w")
         daemon = subprocess.Popen(["ip", "netns", "exec", fab, *args], cwd=REPO, stderr=log)
         deadline = time.monotonic() + 180    # p4c-bm2-ss at -O0 on a busy machine

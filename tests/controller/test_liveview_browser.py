@@ -1,0 +1,91 @@
+"""fabricd's live view in a real browser: headless Chromium loads `fabricd --web` inside the
+fabric's namespace while a ring all-reduce runs on the netns fabric; the page it rendered
+shows a non-zero load on a link the collective uses, and after `fabricctl link ... down` it
+shows that link down (table row and dashed line)."""
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from netns_fabric import build, sh
+
+from collectives.launch import launch
+
+pytestmark = [pytest.mark.netns, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+TOPO = REPO / "controller" / "topologies" / "leafspine-2x2.yaml"
+WEB = "127.0.0.1:8088"
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync")
+
+
+def chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("headless Chromium is not installed (apt-get install chromium)")
+    return exe
+
+
+def dump_dom(fab: str, exe: str, profile) -> str:
+    """The page as Chromium rendered it, after its script has run for two seconds."""
+    out = sh(fab, exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+             "--virtual-time-budget=2000", "--dump-dom", f"http://{WEB}/", check=False)
+    assert "<table" in out.stdout, out.stderr[-2000:]
+    return out.stdout
+
+
+def rows(dom: str) -> dict[str, tuple[str, int]]:
+    """link name -> (state, bits/s in both directions) from the page's link table."""
+    return {m[0]: (m[1], int(m[2])) for m in re.findall(
+        r'<tr data-link="([^"]+)" data-state="(\w+)" data-load-bps="(\d+)"', dom)}
+
+
+def wait_for_load(fab: str, deadline_s: float = 30.0) -> None:
+    """Until fabricd's own figures show traffic on a fabric link (polling /links.json)."""
+    probe = ("import json, sys, urllib.request\n"
+             f"links = json.load(urllib.request.urlopen('http://{WEB}/links.json'))\n"
+             "sys.exit(0 if any(v > 0 for lk in links if 'spine' in lk['link'] "
+             "for v in lk['bps'].values()) else 1)\n")
+    deadline = time.monotonic() + deadline_s
+    while sh(fab, "python3", "-c", probe, check=False).returncode != 0:
+        assert time.monotonic() < deadline, "no load reached the live view's counters"
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def fabric(netns_factory, tmp_path):
+    yield from build(netns_factory, tmp_path, TOPO.read_text(), fabricd_args=("--web", WEB))
+
+
+def test_browser_shows_link_load_and_link_down(fabric, tmp_path):
+    exe = chromium()
+    hosts = ["h1", "h2", "h3", "h4"]
+    seen = {}
+
+    def look():
+        wait_for_load(fabric.fab)
+        seen["during"] = dump_dom(fabric.fab, exe, tmp_path / "profile")
+        sh(fabric.fab, exe, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+           "--virtual-time-budget=2000", "--window-size=700,560",
+           f"--screenshot={tmp_path / 'liveview.png'}", f"http://{WEB}/", check=False)
+
+    plan = [{"collective": "allreduce", "algo": "ring", "dtype": "int32",
+             "elements": 1 << 20}] * 6
+    rows_out = launch([fabric.ip(h) for h in hosts], plan,
+                      namespaces=[fabric.hosts[h] for h in hosts], timeout=240, during=look)
+    assert all(r["ok"] for r in rows_out)
+    during = rows(seen["during"])
+    assert set(during) == {lk.name for lk in fabric.topo.links}
+    loaded = [name for name, (_, bps) in during.items() if "spine" in name and bps > 0]
+    assert loaded, during
+
+    fabric.ctl("link", "leaf1-spine1", "down")
+    after = rows(dump_dom(fabric.fab, exe, tmp_path / "profile"))
+    assert after["leaf1-spine1"][0] == "down"
+    assert all(state == "up" for name, (state, _) in after.items() if name != "leaf1-spine1")
+    dom = dump_dom(fabric.fab, exe, tmp_path / "profile")
+    assert re.search(r'stroke-dasharray="6,4" data-link="leaf1-spine1"', dom)
