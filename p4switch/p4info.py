@@ -81,35 +81,77 @@ def _preamble(pre, id_, name, alias, annotations):
             pre.annotations.append(_annotation_text(k, body))
 
 
+class _Objects:
+    """What the P4Info lists and how it names it: the tables and actions p4c keeps, extern
+    instances by P4Info name, every object's id and alias, and the new types referenced."""
+
+    def __init__(self, prog: Program):
+        # like p4c's frontend, tables that are never applied are left out ("not used; removing")
+        self.tables = {n: t for n, t in prog.tables.items()
+                       if t.get("applied", True) and "hidden" not in t.get("annotations", {})}
+        self.actions = _used_actions(prog, self.tables)
+        # extern instances by P4Info name; an instance declared inside a table property is
+        # named after the table (as p4c does), so its internal key differs from that name
+        self.shown = {key: spec.get("name", key) for key, spec in prog.externs.items()}
+        self.externs = [(self.shown[key], spec) for key, spec in prog.externs.items()]
+        self.id_of, self.alias = _number(prog, self)
+        self.used_types: set[str] = set()
+
+    def preamble(self, pre, kind, name, annotations):
+        _preamble(pre, self.id_of[(kind, name)], name, self.alias[name], annotations)
+
+
+_EXTERN_KIND = {"register": "register", "counter": "counter", "direct_counter": "direct_counter",
+                "meter": "meter", "direct_meter": "direct_meter",
+                "action_profile": "action_profile", "action_selector": "action_profile",
+                "value_set": "value_set"}
+
+
 def build(prog: Program) -> p4info_pb2.P4Info:
+    """The P4Info p4c writes for PROG, in p4c's order: actions, tables, extern instances,
+    digests, controller headers, then the type information they use."""
     info = p4info_pb2.P4Info()
     info.pkg_info.arch = "v1model"
-    # like p4c's frontend, tables that are never applied are left out ("not used; removing")
-    tables = {n: t for n, t in prog.tables.items()
-              if t.get("applied", True) and "hidden" not in t.get("annotations", {})}
-    used_actions = []
+    objs = _Objects(prog)
+    for name in objs.actions:
+        _action(info.actions.add(), prog, objs, name)
+    for name, t in objs.tables.items():
+        _table(info, info.tables.add(), prog, objs, name, t)
+    for name, spec in objs.externs:
+        _EXTERNS.get(spec["kind"], _no_p4info)(info, prog, objs, name, spec)
+    for name, d in prog.digests.items():
+        dg = info.digests.add()
+        objs.preamble(dg.preamble, "digest", name, {})
+        dg.type_spec.struct.name = d["type"]
+    for name, ch in prog.controller_headers.items():
+        _controller_header(info.controller_packet_metadata.add(), objs, name, ch)
+    _type_info(info, prog, objs)
+    return info
+
+
+def _used_actions(prog: Program, tables: dict) -> list[str]:
+    """The actions p4c keeps: those of the listed tables and their defaults, and control
+    actions that apply blocks call directly (unused ones it removes), in p4c's order."""
+    used = []
     for t in tables.values():
         for a in t["actions"]:
-            if a["name"] not in used_actions:
-                used_actions.append(a["name"])
-        if t["default"]["action"] not in used_actions:
-            used_actions.append(t["default"]["action"])
-    # p4c also lists control actions that apply blocks call directly (unused ones it removes)
-    used_actions += [n for n, a in prog.actions.items()
-                     if a.get("in_control") and a.get("called") and n not in used_actions]
-    used_actions = [n for n in used_actions if "hidden" not in prog.actions[n].get("annotations", {})]
-    used_actions = _p4c_action_order(prog, used_actions)
-    # extern instances by P4Info name; an instance declared inside a table property is named after
-    # the table (as p4c does), so its internal key differs from that name
-    shown = {key: spec.get("name", key) for key, spec in prog.externs.items()}
-    externs = [(shown[key], spec) for key, spec in prog.externs.items()]
-    objects = [("table", n, t.get("annotations", {})) for n, t in tables.items()]
-    objects += [("action", n, prog.actions[n].get("annotations", {})) for n in used_actions]
-    kind_of = {"register": "register", "counter": "counter", "direct_counter": "direct_counter",
-               "meter": "meter", "direct_meter": "direct_meter", "action_profile": "action_profile",
-               "action_selector": "action_profile", "value_set": "value_set"}
-    objects += [(kind_of[s["kind"]], n, s.get("annotations", {})) for n, s in externs
-                if s["kind"] in kind_of]
+            if a["name"] not in used:
+                used.append(a["name"])
+        if t["default"]["action"] not in used:
+            used.append(t["default"]["action"])
+    used += [n for n, a in prog.actions.items()
+             if a.get("in_control") and a.get("called") and n not in used]
+    used = [n for n in used if "hidden" not in prog.actions[n].get("annotations", {})]
+    return _p4c_action_order(prog, used)
+
+
+def _number(prog: Program, objs: _Objects) -> tuple[dict, dict]:
+    """-> ({(kind, name): id}, {name: alias}): `@id`s reserved first, then the others hashed
+    in (prefix, name) order so collisions probe as p4c's do."""
+    objects = [("table", n, t.get("annotations", {})) for n, t in objs.tables.items()]
+    objects += [("action", n, prog.actions[n].get("annotations", {})) for n in objs.actions]
+    objects += [(_EXTERN_KIND[s["kind"]], n, s.get("annotations", {})) for n, s in objs.externs
+                if s["kind"] in _EXTERN_KIND]
     objects += [("digest", n, {}) for n in prog.digests]
     objects += [("controller_header", n, {}) for n in prog.controller_headers]
     ids = _Ids()
@@ -119,152 +161,169 @@ def build(prog: Program) -> p4info_pb2.P4Info:
     id_of = {}
     for kind, name, annos in sorted(objects, key=lambda o: (PREFIX[o[0]], o[1])):
         id_of[(kind, name)] = ids.make(kind, name, annos)
-    alias = _aliases([name for _, name, _ in objects])
-    used_types: set[str] = set()
+    return id_of, _aliases([name for _, name, _ in objects])
 
-    for name in used_actions:
-        a = prog.actions[name]
-        pa = info.actions.add()
-        _preamble(pa.preamble, id_of[("action", name)], name, alias[name], a.get("annotations"))
-        for i, p in enumerate(a["params"], 1):
-            pp = pa.params.add()
-            pp.id, pp.name, pp.bitwidth = i, p["name"], p["width"]
-            if p.get("type_name"):
-                pp.type_name.name = p["type_name"]
-                used_types.add(p["type_name"])
-            for k, body in (p.get("annotations") or {}).items():
-                if k not in _SKIP_ANNOTATIONS:
-                    pp.annotations.append(_annotation_text(k, body))
 
-    for name, t in tables.items():
-        pt = info.tables.add()
-        _preamble(pt.preamble, id_of[("table", name)], name, alias[name], t.get("annotations"))
-        for i, k in enumerate(t["keys"], 1):
-            mf = pt.match_fields.add()
-            mf.id, mf.name, mf.match_type = i, k["name"], _MATCH[k["match"]]
-            if k.get("error"):     # p4c gives an error-typed key no width and lists the errors
-                info.type_info.error.members.extend(m for m in prog.errors
-                                                    if m not in info.type_info.error.members)
-            else:
-                mf.bitwidth = k["width"]
-            if k.get("type_name"):
-                mf.type_name.name = k["type_name"]
-                used_types.add(k["type_name"])
-        for a in t["actions"]:
-            if ("action", a["name"]) not in id_of:      # @hidden
-                continue
-            ref = pt.action_refs.add()
-            ref.id = id_of[("action", a["name"])]
-            ref.scope = _SCOPE[a["scope"]]
-            for k, body in (a.get("annotations") or {}).items():
-                if k not in ("name", "id"):
-                    ref.annotations.append(_annotation_text(k, body))
-        default = t["default"]
-        default_id = id_of.get(("action", default["action"]))   # None: a @hidden action
-        if default_id is not None:
-            if t.get("default_const"):
-                pt.const_default_action_id = default_id
-            pt.initial_default_action.action_id = default_id
-            widths = [p["width"] for p in prog.actions[default["action"]]["params"]]
-            for i, (value, width) in enumerate(zip(default["args"], widths, strict=True), 1):
-                value &= (1 << width) - 1          # int<W> arguments as two's complement
-                arg = pt.initial_default_action.arguments.add()
-                arg.param_id = i
-                arg.value = value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
-        if t.get("implementation"):
-            pt.implementation_id = id_of[("action_profile", shown[t["implementation"]])]
-        for res, kind in ((t.get("direct_counter"), "direct_counter"), (t.get("direct_meter"), "direct_meter")):
-            if res:
-                pt.direct_resource_ids.append(id_of[(kind, shown[res])])
-        pt.size = t["size"]
-        if t.get("const_entries") is not None:
-            pt.is_const_table = bool(t.get("entries_const"))
-            pt.has_initial_entries = bool(t["const_entries"])
+def _action(pa, prog: Program, objs: _Objects, name: str):
+    a = prog.actions[name]
+    objs.preamble(pa.preamble, "action", name, a.get("annotations"))
+    for i, p in enumerate(a["params"], 1):
+        pp = pa.params.add()
+        pp.id, pp.name, pp.bitwidth = i, p["name"], p["width"]
+        if p.get("type_name"):
+            pp.type_name.name = p["type_name"]
+            objs.used_types.add(p["type_name"])
+        for k, body in (p.get("annotations") or {}).items():
+            if k not in _SKIP_ANNOTATIONS:
+                pp.annotations.append(_annotation_text(k, body))
 
-    for name, s in externs:
-        kind = s["kind"]
-        if kind in ("action_profile", "action_selector"):
-            ap = info.action_profiles.add()
-            _preamble(ap.preamble, id_of[("action_profile", name)], name, alias[name], s.get("annotations"))
-            for tname, t in tables.items():
-                if t.get("implementation") and shown[t["implementation"]] == name:
-                    ap.table_ids.append(id_of[("table", tname)])
-            ap.with_selector = kind == "action_selector"
-            ap.size = s["size"]
-        elif kind in ("counter", "direct_counter"):
-            c = info.counters.add() if kind == "counter" else info.direct_counters.add()
-            _preamble(c.preamble, id_of[(kind, name)], name, alias[name], s.get("annotations"))
-            c.spec.unit = {"packets": 2, "bytes": 1, "packets_and_bytes": 3}[s["unit"]]
-            if kind == "counter":
-                c.size = s["size"]
-            else:
-                c.direct_table_id = _owner_table(prog, id_of, shown, name, "direct_counter")
-        elif kind in ("meter", "direct_meter"):
-            m = info.meters.add() if kind == "meter" else info.direct_meters.add()
-            _preamble(m.preamble, id_of[(kind, name)], name, alias[name], s.get("annotations"))
-            m.spec.unit = {"packets": 2, "bytes": 1}[s["unit"]]
-            if kind == "meter":
-                m.size = s["size"]
-            else:
-                m.direct_table_id = _owner_table(prog, id_of, shown, name, "direct_meter")
-        elif kind == "register":
-            r = info.registers.add()
-            _preamble(r.preamble, id_of[("register", name)], name, alias[name], s.get("annotations"))
-            r.type_spec.bitstring.bit.bitwidth = s["width"]
-            r.size = s["size"]
-        elif kind == "value_set":
-            v = info.value_sets.add()
-            _preamble(v.preamble, id_of[("value_set", name)], name, alias[name], s.get("annotations"))
-            for i, w in enumerate(s["widths"], 1):
-                mf = v.match.add()
-                mf.id, mf.bitwidth, mf.match_type = i, w, p4info_pb2.MatchField.EXACT
-            v.size = s["size"]
 
-    for name, d in prog.digests.items():
-        dg = info.digests.add()
-        _preamble(dg.preamble, id_of[("digest", name)], name, alias[name], {})
-        dg.type_spec.struct.name = d["type"]
+def _table(info, pt, prog: Program, objs: _Objects, name: str, t: dict):
+    objs.preamble(pt.preamble, "table", name, t.get("annotations"))
+    _match_fields(info, pt, prog, objs, t)
+    _action_refs(pt, objs, t)
+    _default_action(pt, prog, objs, t)
+    if t.get("implementation"):
+        pt.implementation_id = objs.id_of[("action_profile", objs.shown[t["implementation"]])]
+    for res, kind in ((t.get("direct_counter"), "direct_counter"),
+                      (t.get("direct_meter"), "direct_meter")):
+        if res:
+            pt.direct_resource_ids.append(objs.id_of[(kind, objs.shown[res])])
+    pt.size = t["size"]
+    if t.get("const_entries") is not None:
+        pt.is_const_table = bool(t.get("entries_const"))
+        pt.has_initial_entries = bool(t["const_entries"])
 
-    for name, ch in prog.controller_headers.items():
-        cm = info.controller_packet_metadata.add()
-        _preamble(cm.preamble, id_of[("controller_header", name)], name, alias[name], {})
-        cm.preamble.annotations.append(f'@controller_header("{name}")')
-        for i, (fname, width, annos) in enumerate(ch["fields"], 1):
-            md = cm.metadata.add()
-            md.id, md.name, md.bitwidth = i, fname, width
-            for k, body in (annos or {}).items():
-                if k not in _SKIP_ANNOTATIONS:
-                    md.annotations.append(_annotation_text(k, body))
 
+def _match_fields(info, pt, prog: Program, objs: _Objects, t: dict):
+    for i, k in enumerate(t["keys"], 1):
+        mf = pt.match_fields.add()
+        mf.id, mf.name, mf.match_type = i, k["name"], _MATCH[k["match"]]
+        if k.get("error"):     # p4c gives an error-typed key no width and lists the errors
+            info.type_info.error.members.extend(m for m in prog.errors
+                                                if m not in info.type_info.error.members)
+        else:
+            mf.bitwidth = k["width"]
+        if k.get("type_name"):
+            mf.type_name.name = k["type_name"]
+            objs.used_types.add(k["type_name"])
+
+
+def _action_refs(pt, objs: _Objects, t: dict):
+    for a in t["actions"]:
+        if ("action", a["name"]) not in objs.id_of:      # @hidden
+            continue
+        ref = pt.action_refs.add()
+        ref.id = objs.id_of[("action", a["name"])]
+        ref.scope = _SCOPE[a["scope"]]
+        for k, body in (a.get("annotations") or {}).items():
+            if k not in ("name", "id"):
+                ref.annotations.append(_annotation_text(k, body))
+
+
+def _default_action(pt, prog: Program, objs: _Objects, t: dict):
+    default = t["default"]
+    default_id = objs.id_of.get(("action", default["action"]))   # None: a @hidden action
+    if default_id is None:
+        return
+    if t.get("default_const"):
+        pt.const_default_action_id = default_id
+    pt.initial_default_action.action_id = default_id
+    widths = [p["width"] for p in prog.actions[default["action"]]["params"]]
+    for i, (value, width) in enumerate(zip(default["args"], widths, strict=True), 1):
+        value &= (1 << width) - 1          # int<W> arguments as two's complement
+        arg = pt.initial_default_action.arguments.add()
+        arg.param_id = i
+        arg.value = value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+def _action_profile(info, prog: Program, objs: _Objects, name: str, s: dict):
+    ap = info.action_profiles.add()
+    objs.preamble(ap.preamble, "action_profile", name, s.get("annotations"))
+    for tname, t in objs.tables.items():
+        if t.get("implementation") and objs.shown[t["implementation"]] == name:
+            ap.table_ids.append(objs.id_of[("table", tname)])
+    ap.with_selector = s["kind"] == "action_selector"
+    ap.size = s["size"]
+
+
+def _counter(info, prog: Program, objs: _Objects, name: str, s: dict):
+    kind = s["kind"]
+    c = info.counters.add() if kind == "counter" else info.direct_counters.add()
+    objs.preamble(c.preamble, kind, name, s.get("annotations"))
+    c.spec.unit = {"packets": 2, "bytes": 1, "packets_and_bytes": 3}[s["unit"]]
+    if kind == "counter":
+        c.size = s["size"]
+    else:
+        c.direct_table_id = _owner_table(prog, objs.id_of, objs.shown, name, "direct_counter")
+
+
+def _meter(info, prog: Program, objs: _Objects, name: str, s: dict):
+    kind = s["kind"]
+    m = info.meters.add() if kind == "meter" else info.direct_meters.add()
+    objs.preamble(m.preamble, kind, name, s.get("annotations"))
+    m.spec.unit = {"packets": 2, "bytes": 1}[s["unit"]]
+    if kind == "meter":
+        m.size = s["size"]
+    else:
+        m.direct_table_id = _owner_table(prog, objs.id_of, objs.shown, name, "direct_meter")
+
+
+def _register(info, prog: Program, objs: _Objects, name: str, s: dict):
+    r = info.registers.add()
+    objs.preamble(r.preamble, "register", name, s.get("annotations"))
+    r.type_spec.bitstring.bit.bitwidth = s["width"]
+    r.size = s["size"]
+
+
+def _value_set(info, prog: Program, objs: _Objects, name: str, s: dict):
+    v = info.value_sets.add()
+    objs.preamble(v.preamble, "value_set", name, s.get("annotations"))
+    for i, w in enumerate(s["widths"], 1):
+        mf = v.match.add()
+        mf.id, mf.bitwidth, mf.match_type = i, w, p4info_pb2.MatchField.EXACT
+    v.size = s["size"]
+
+
+def _no_p4info(info, prog, objs, name, s):
+    """Extern instances P4Info does not list (hashes, checksums, random, ...)."""
+
+
+_EXTERNS = {"action_profile": _action_profile, "action_selector": _action_profile,
+            "counter": _counter, "direct_counter": _counter, "meter": _meter,
+            "direct_meter": _meter, "register": _register, "value_set": _value_set}
+
+
+def _controller_header(cm, objs: _Objects, name: str, ch: dict):
+    objs.preamble(cm.preamble, "controller_header", name, {})
+    cm.preamble.annotations.append(f'@controller_header("{name}")')
+    for i, (fname, width, annos) in enumerate(ch["fields"], 1):
+        md = cm.metadata.add()
+        md.id, md.name, md.bitwidth = i, fname, width
+        for k, body in (annos or {}).items():
+            if k not in _SKIP_ANNOTATIONS:
+                md.annotations.append(_annotation_text(k, body))
+
+
+def _type_info(info, prog: Program, objs: _Objects):
+    """Described structs, headers and unions, the new types used, serializable enums."""
     for tname, t in prog.type_info.items():
         target = {"struct": info.type_info.structs, "header": info.type_info.headers,
                   "header_union": info.type_info.header_unions}[t["kind"]]
         entry = target[tname]
         for fname, spec in t["fields"]:
-            if t["kind"] == "header_union":
-                m = entry.members.add()
-                m.name = fname
-                m.header.name = spec.get("header", "")
-                continue
             m = entry.members.add()
             m.name = fname
-            _type_spec(m.type_spec, spec, prog)
-    for tname in sorted(used_types):
-        nt = prog.new_types.get(tname) or {}
-        spec = info.type_info.new_types[tname]
-        tr = nt.get("translation")
-        if tr:
-            spec.translated_type.uri = tr["uri"]
-            if tr.get("sdn_bitwidth"):
-                spec.translated_type.sdn_bitwidth = tr["sdn_bitwidth"]
+            if t["kind"] == "header_union":
+                m.header.name = spec.get("header", "")
             else:
-                spec.translated_type.sdn_string.SetInParent()
-        elif nt.get("width"):
-            spec.original_type.bitstring.bit.bitwidth = nt["width"]
+                _type_spec(m.type_spec, spec, prog)
+    for tname in sorted(objs.used_types):
+        _new_type(info.type_info.new_types[tname], prog.new_types.get(tname) or {})
     if (info.tables or any(a.params for a in info.actions)
             or any(c.metadata for c in info.controller_packet_metadata)
             or any(s["kind"] != "value_set" for s in prog.externs.values())
-            or any(prog.actions[n].get("extern_calls") for n in used_actions)
+            or any(prog.actions[n].get("extern_calls") for n in objs.actions)
             or any(c.get("extern_calls") for c in getattr(prog, "controls", None) or [])):
         # p4c's serializer touches type_info (so writes it, even empty) while describing any
         # table, action parameter, controller header field, extern instance or extern call
@@ -277,7 +336,18 @@ def build(prog: Program) -> p4info_pb2.P4Info:
                 mm = se.members.add()
                 mm.name = member
                 mm.value = (e["values"][member] & ((1 << e["width"]) - 1)).to_bytes((e["width"] + 7) // 8, "big")
-    return info
+
+
+def _new_type(spec, nt: dict):
+    tr = nt.get("translation")
+    if tr:
+        spec.translated_type.uri = tr["uri"]
+        if tr.get("sdn_bitwidth"):
+            spec.translated_type.sdn_bitwidth = tr["sdn_bitwidth"]
+        else:
+            spec.translated_type.sdn_string.SetInParent()
+    elif nt.get("width"):
+        spec.original_type.bitstring.bit.bitwidth = nt["width"]
 
 
 def _p4c_action_order(prog, used: list[str]) -> list[str]:
