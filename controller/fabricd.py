@@ -3,8 +3,8 @@
 fabricd holds one P4Runtime session per switch (primary, election id `--election-id`), keeps
 the operator's intent (`intent.Intent`), turns it into the entries every switch must hold
 (`encode_fabric.intended_states`) and reconciles each switch to exactly those entries. The
-parts: `fabricd_state.Fabric` (intent, devices, changes, watchdog), `fabricd_service` (the
-gRPC API) and this module (options, the pipeline, start and stop).
+parts: `fabricd_state.Fabric` (intent, devices, changes), `fabricd_watchdog` (switches whose
+session broke), `fabricd_service` (the gRPC API) and this module (options, the pipeline, start and stop).
 
 The pipeline is given as compiled artifacts (`--p4info` and `--config`, from `p4switch
 compile` or `p4c-bm2-ss --p4runtime-files`) or compiled at start by a compiler command run as
@@ -28,6 +28,7 @@ import click
 from controller import encode_fabric, tls
 from controller.fabricd_service import serve
 from controller.fabricd_state import Fabric
+from controller.fabricd_watchdog import Watchdog
 from controller.intent import Intent, IntentError
 from controller.liveview.server import WebServer
 from controller.p4rt import Pipeline, Schema
@@ -198,6 +199,7 @@ def main(topo_path, state_path, program, compiler, p4info, config, overrides, li
     fabric = Fabric(intent, pipeline, switch_addresses(intent, overrides), state_path,
                     election_id, switch_timeout, switch_tls)
     fabric.save()
+    watchdog = Watchdog(fabric, resync_period)      # before the sessions open: none goes unseen
     for result in fabric.sync_all():
         status = result.error or (f"{result.inserted} inserted, {result.modified} modified, "
                                   f"{result.deleted} deleted")
@@ -211,7 +213,7 @@ def main(topo_path, state_path, program, compiler, p4info, config, overrides, li
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    threading.Thread(target=fabric.watchdog, args=(stop, resync_period), daemon=True).start()
+    threading.Thread(target=watchdog.run, args=(stop,), daemon=True).start()
     stop.wait()
     server.stop(grace=1).wait()
     if web_server:

@@ -1,7 +1,7 @@
 """fabricd's state: the intent, one P4Runtime device per switch, and the one way to change
 either. A change is tried on a copy of the intent; only when it validates and encodes into
-entries does it replace the intent, get saved, and get written to every switch. A watchdog
-reconnects switches that restarted (pushing the pipeline again) and re-synchronises them."""
+entries does it replace the intent, get saved, and get written to every switch. Switches whose
+session broke are brought back by `fabricd_watchdog.Watchdog`."""
 from __future__ import annotations
 
 import logging
@@ -65,7 +65,7 @@ class Fabric:
         dev, state = self.devices[name], self.states[name]
         reply = api.SwitchSync(switch=name, entries=state.size())
         if not connect and not dev.connected:
-            reply.error = "not connected (fabricd retries it)"
+            reply.error = "not connected (fabricd's watchdog retries it)"
             return reply
         try:
             dev.ensure_connected()
@@ -76,21 +76,6 @@ class Fabric:
             reply.error = str(err)
             log.info("%s: %s", name, err)
         return reply
-
-    def watchdog(self, stop: threading.Event, period: float) -> None:
-        """Reconnect and re-sync switches whose session broke (e.g. the switch restarted)."""
-        while not stop.wait(period):
-            for name, dev in self.devices.items():
-                if dev.connected:
-                    continue
-                try:
-                    dev.connect()      # outside the fabric lock: requests go on meanwhile
-                except P4RuntimeError:
-                    continue
-                with self.lock:
-                    result = self.sync_one(name)
-                if not result.error:
-                    log.info("%s: re-synchronised (%d inserted)", name, result.inserted)
 
     def close(self) -> None:
         for dev in self.devices.values():

@@ -2,13 +2,15 @@
 
 The session is primary for the default role as long as its StreamChannel is open and no
 client with a higher election id connects. Writes and pipeline changes need primacy; reads
-do not. When the switch restarts the stream breaks: `connected` turns False and `open()`
-starts a new session (the caller then re-synchronises, see `device.Device`).
+do not. When the switch restarts the stream breaks: `connected` turns False, `on_lost` is
+called (from the stream's thread) and `open()` starts a new session (the caller then
+re-synchronises, see `device.Device` and `controller/fabricd_watchdog.py`).
 """
 from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 
 import grpc
 from p4.v1 import p4runtime_pb2 as pb
@@ -38,6 +40,7 @@ class Connection:
         self._session = 0          # a stream thread only reports on its own session
         self.packets_in: queue.Queue = queue.Queue()
         self.stream_errors: list[pb.StreamError] = []
+        self.on_lost: Callable[[], None] | None = None   # the session ended, not by close()
 
     # -- session ----------------------------------------------------------------------------
     def open(self) -> None:
@@ -98,20 +101,24 @@ class Connection:
             pass  # the switch went away or we closed the channel: `connected` says so
         finally:
             with self._arbitration:
+                lost = session == self._session and self._alive
                 if session == self._session:
                     self._alive = False
                 self._arbitration.notify_all()
+            if lost and self.on_lost is not None:
+                self.on_lost()
 
     @property
     def connected(self) -> bool:
         return self._alive and bool(self._primary)
 
     def close(self) -> None:
+        with self._arbitration:
+            self._alive = False            # before the stream ends: not a loss
         if self._channel is not None:
             self._requests.put(_CLOSE)
             self._channel.close()
         self._channel = self._stub = None
-        self._alive = False
 
     # -- RPCs -------------------------------------------------------------------------------
     def _election(self, msg) -> None:

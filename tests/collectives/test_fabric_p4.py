@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import subprocess
 
+import p4runtime_sh.shell as sh
 import pytest
 from collectives_check import ALL, assert_results, runs
 from google.protobuf import text_format
 
+import p4switch
 from collectives.launch import launch
 from ebpf.impair import Impair
+from p4switch.device.process import SwitchProcess
 from tests.conftest import unique_name
-
-sh = pytest.importorskip("p4runtime_sh.shell")
-p4switch = pytest.importorskip("p4switch")
-from p4switch.device.process import SwitchProcess  # noqa: E402
 
 pytestmark = pytest.mark.netns
 FABRIC_P4 = "p4src/fabric.p4"

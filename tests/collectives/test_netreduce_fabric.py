@@ -15,12 +15,9 @@ from collectives import netreduce as nr
 from collectives.launch import launch
 from collectives.runner import expected, make_input
 from ebpf.impair import Impair
+from fabricmodel import rocev2
 from tests.conftest import NetnsFactory
-
-pytest.importorskip("p4switch")
-from netns_fabric import build  # noqa: E402
-
-from fabricmodel import rocev2  # noqa: E402
+from tests.netns_fabric import build
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 

@@ -41,7 +41,9 @@ class Daemon:
         for name, addr in self.switches.items():
             args += ["--switch", f"{name}={addr}"]
         self.proc = subprocess.Popen(args, cwd=REPO, stderr=self.log.open("w"))
-        deadline = time.monotonic() + 30
+        # a start takes ~1 s; 120 s is a margin no load on 2 cores crossed (30 s did, at a
+        # load average of 20)
+        deadline = time.monotonic() + 120
         while not port_file.exists() or not port_file.read_text().strip():
             assert self.proc.poll() is None, self.log.read_text()
             assert time.monotonic() < deadline, "fabricd did not start"

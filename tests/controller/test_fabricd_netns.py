@@ -9,13 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.netns_fabric import build, sh
+
 REPO = Path(__file__).resolve().parents[2]
 TOPO = REPO / "controller" / "topologies" / "leafspine-2x2.yaml"
-p4switch = pytest.importorskip("p4switch")
-if not hasattr(p4switch, "compile_program"):
-    pytest.skip("p4switch.compile_program (the p4switch frontend) is not available",
-                allow_module_level=True)
-from netns_fabric import build, sh  # noqa: E402
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 

@@ -8,23 +8,20 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from controller import encode_fabric, fabricctl
-from controller.intent import Intent
-from controller.p4rt import Device, P4RuntimeError, Pipeline, sync
+from controller import fabricctl
+from controller.p4rt import Device, MulticastGroup, P4RuntimeError, Pipeline, sync
+from p4switch.device.process import SwitchProcess
+from tests.fabricd_process import Fabricd, difference, intended, read_back
 
 REPO = Path(__file__).resolve().parents[2]
 TOPO = REPO / "controller" / "topologies" / "leafspine-2x2.yaml"
 SWITCHES = {"leaf1": 1, "leaf2": 2, "spine1": 3, "spine2": 4}
-p4switch = pytest.importorskip("p4switch")
-if not hasattr(p4switch, "compile_program"):
-    pytest.skip("p4switch.compile_program (the p4switch frontend) is not available",
-                allow_module_level=True)
-from p4switch.device.process import SwitchProcess  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -35,52 +32,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    """fabric.p4 compiled once, as the files `p4switch compile` writes."""
-    out = tmp_path_factory.mktemp("fabric")
-    info, config = p4switch.compile_program(str(REPO / "p4src" / "fabric.p4"))
-    (out / "fabric.p4info.bin").write_bytes(info.SerializeToString())
-    (out / "fabric.json").write_bytes(config)
-    return out / "fabric.p4info.bin", out / "fabric.json", Pipeline(info, config)
-
-
-class Fabricd:
-    def __init__(self, tmp: Path, compiled, addresses: dict[str, str]) -> None:
-        self.tmp, self.compiled, self.addresses = tmp, compiled, addresses
-        self.proc = None
-        self.log = tmp / "fabricd.log"
-
-    def start(self) -> str:
-        port_file = self.tmp / "port"
-        port_file.unlink(missing_ok=True)
-        args = [sys.executable, "-m", "controller.fabricd", "--topology", str(TOPO),
-                "--state", str(self.tmp / "state.json"), "--p4info", str(self.compiled[0]),
-                "--config", str(self.compiled[1]), "--listen", "127.0.0.1:0",
-                "--port-file", str(port_file), "--resync-period", "0.3",
-                "--switch-timeout", "5"]
-        for name, addr in self.addresses.items():
-            args += ["--switch", f"{name}={addr}"]
-        self.proc = subprocess.Popen(args, cwd=REPO, stderr=self.log.open("w"))
-        deadline = time.monotonic() + 60
-        while not port_file.exists() or not port_file.read_text().strip():
-            assert self.proc.poll() is None, self.log.read_text()
-            assert time.monotonic() < deadline, "fabricd did not start"
-            time.sleep(0.05)
-        self.server = f"127.0.0.1:{port_file.read_text().strip()}"
-        return self.server
-
-    def startup_report(self) -> dict[str, str]:
-        return dict(re.findall(r"fabricd: (\w+): (.*)", self.log.read_text()))
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
-
-
 @pytest.fixture
-def fabric(tmp_path, compiled):
+def fabric(tmp_path, compiled_fabric):
     ports = {name: free_port() for name in SWITCHES}
     switches = {}
 
@@ -92,7 +45,8 @@ def fabric(tmp_path, compiled):
 
     for name in SWITCHES:
         start_switch(name)
-    daemon = Fabricd(tmp_path, compiled, {n: f"127.0.0.1:{p}" for n, p in ports.items()})
+    daemon = Fabricd(tmp_path, compiled_fabric,
+                     {n: f"127.0.0.1:{p}" for n, p in ports.items()}, TOPO)
     try:
         yield daemon, switches, start_switch
     finally:
@@ -107,40 +61,19 @@ def ctl(server, *args, expect=0):
     return result.output
 
 
-def read_back(addresses: dict[str, str], pipeline: Pipeline) -> dict[str, sync.State]:
-    states = {}
-    for name, addr in addresses.items():
-        dev = Device(name, addr, SWITCHES[name], pipeline, timeout=5)
-        dev.conn.open_channel()             # an observer: no arbitration, no writes
-        states[name] = dev.read_state(defaults_of=("FabricIngress.port_liveness",))
-        dev.close()
-    return states
-
-
 def assert_switches_hold_exactly(daemon: Fabricd, pipeline: Pipeline) -> dict[str, int]:
     """Compare every switch with the intent saved by fabricd; returns entries per switch."""
-    schema = Device("x", "127.0.0.1:1", 0, pipeline).schema
-    intent = Intent.from_json((daemon.tmp / "state.json").read_text(),
-                              encode_fabric.slot_capacity(schema),
-                              encode_fabric.max_workers(schema))
-    wanted = encode_fabric.intended_states(intent, schema)
-    got = read_back(daemon.addresses, pipeline)
-    sizes = {}
+    wanted = intended(daemon.tmp / "state.json", pipeline)
+    got = read_back(daemon.addresses, SWITCHES, pipeline)
     for name in SWITCHES:
-        have, want = got[name], wanted[name]
-        keys = [sync.entry_key(e) for e in have.table_entries]
-        assert len(keys) == len(set(keys)), f"{name}: duplicate entries"
-        assert sorted((sync.entry_key(e), sync.entry_action(e)) for e in have.table_entries) \
-            == sorted((sync.entry_key(e), sync.entry_action(e)) for e in want.table_entries), name
-        assert sorted((g.group_id, tuple(sorted(g.replicas))) for g in have.multicast_groups) \
-            == sorted((g.group_id, tuple(sorted(g.replicas))) for g in want.multicast_groups)
-        sizes[name] = len(have.table_entries)
-    return sizes
+        assert difference(wanted[name], got[name]) == \
+            {"duplicated": 0, "missing": 0, "stale": 0}, name
+    return {name: len(got[name].table_entries) for name in SWITCHES}
 
 
-def test_fabricd_installs_reconciles_and_survives_restarts(fabric, compiled):
+def test_fabricd_installs_reconciles_and_survives_restarts(fabric, compiled_fabric):
     daemon, switches, start_switch = fabric
-    pipeline = compiled[2]
+    pipeline = compiled_fabric[2]
     server = daemon.start()
     report = daemon.startup_report()
     assert all("inserted" in report[n] for n in SWITCHES), report
@@ -167,13 +100,13 @@ def test_fabricd_installs_reconciles_and_survives_restarts(fabric, compiled):
     assert all(s["connected"] for s in state["switches"])
 
     # Refused requests: right exit code, nothing on any switch changes.
-    before = read_back(daemon.addresses, pipeline)
+    before = read_back(daemon.addresses, SWITCHES, pipeline)
     ctl(server, "group", "create", "bad", "h1", "h77", expect=3)
     ctl(server, "slice", "create", "huge", "9", expect=5)
     bad = daemon.tmp / "bad.yaml"
     bad.write_text("kind: leaf-spine\nleaves: 2\nspines: 2\nhosts_per_leaf: [\n")
     ctl(server, "topology", "--set", str(bad), expect=4)
-    assert read_back(daemon.addresses, pipeline) == before
+    assert read_back(daemon.addresses, SWITCHES, pipeline) == before
 
     # A slice needs hosts free of other work: remove the step and group, then slice leaf2.
     ctl(server, "step", "remove", "ring0")
@@ -203,3 +136,68 @@ def test_fabricd_installs_reconciles_and_survives_restarts(fabric, compiled):
         except (AssertionError, P4RuntimeError):   # until fabricd pushed the pipeline again
             assert time.monotonic() < deadline, "spine1 was not re-synchronised"
             time.sleep(0.3)
+
+
+def meddle(addresses: dict[str, str], pipeline: Pipeline, name: str) -> dict[str, int]:
+    """While fabricd is down, another controller changes `name`: deletes two entries fabricd
+    installed, changes the action data of a third and adds a multicast group of its own.
+    -> what fabricd must undo: {"insert": 2, "modify": 1, "delete": 1}. It uses fabricd's
+    election id: a higher one would keep fabricd a backup afterwards (a switch makes primary
+    only an id at least as high as the highest it has seen)."""
+    dev = Device(name, addresses[name], SWITCHES[name], pipeline, election_id=1, timeout=5)
+    dev.conn.open()
+    try:
+        have = dev.read_state().table_entries
+        with_params = [e for e in have if e.params and not e.default]
+        changed = with_params[0]
+        param, value = next(iter(changed.params.items()))
+        other = value ^ 1 if isinstance(value, int) else bytes([value[0] ^ 1]) + value[1:]
+        gone = [e for e in have if e is not changed and not e.default][:2]
+        dev.write([(sync.DELETE, e) for e in gone]
+                  + [(sync.MODIFY, replace(changed, params={**changed.params, param: other})),
+                     (sync.INSERT, MulticastGroup(4000, ((1, 1), (2, 1))))])
+    finally:
+        dev.close()
+    return {"insert": 2, "modify": 1, "delete": 1}
+
+
+def test_fabricd_restart_after_a_kill_reconciles_to_the_intent(fabric, compiled_fabric):
+    """fabricd killed (SIGKILL) in the middle of a burst of requests, the switches changed
+    behind its back while it is down; restarted with the same --state, it leaves every switch
+    with zero duplicated, missing or stale entries, groups or clone sessions."""
+    daemon, _, _ = fabric
+    pipeline = compiled_fabric[2]
+    server = daemon.start()
+    ctl(server, "step", "install", "a2a", "--pins", "--flow", "h1:h3:65536",
+        "--flow", "h2:h4:65536", "--flow", "h3:h1:65536", "--flow", "h4:h2:65536")
+    burst = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys\nfrom click.testing import CliRunner\nfrom controller import fabricctl\n"
+         "for i in range(40):\n"
+         "    CliRunner().invoke(fabricctl.main, ['--server', sys.argv[1], '--timeout', '5',"
+         " 'group', 'create', f'g{i}', 'h1', 'h2', 'h3', 'h4'])\n", server],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = daemon.tmp / "state.json"
+    deadline = time.monotonic() + 60
+    while '"g2"' not in state.read_text():          # a few groups in: the burst is under way
+        assert time.monotonic() < deadline and burst.poll() is None, "the burst did not start"
+        time.sleep(0.02)
+    daemon.kill()
+    burst.wait(60)
+    undo = meddle(daemon.addresses, pipeline, "leaf2")
+    want = intended(state, pipeline)
+    assert difference(want["leaf2"], read_back(daemon.addresses, SWITCHES, pipeline)["leaf2"]) \
+        != {"duplicated": 0, "missing": 0, "stale": 0}
+
+    daemon.start()
+    # at least the meddling is undone (more, when the kill fell between saving a change and
+    # writing it to leaf2)
+    counts = re.fullmatch(r"(\d+) inserted, (\d+) modified, (\d+) deleted",
+                          daemon.startup_report()["leaf2"])
+    assert counts and all(int(c) >= undo[k] for c, k in zip(
+        counts.groups(), ("insert", "modify", "delete"), strict=True)), daemon.startup_report()
+    got = read_back(daemon.addresses, SWITCHES, pipeline)
+    for name in SWITCHES:
+        assert difference(want[name], got[name]) == \
+            {"duplicated": 0, "missing": 0, "stale": 0}, name
+    assert '"g2"' in ctl(daemon.server, "--json", "state")

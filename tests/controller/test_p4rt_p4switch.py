@@ -16,13 +16,9 @@ from controller.p4rt import (
     WriteError,
     sync,
 )
+from tests.targets import compile_for, start_target
 
 REPO = Path(__file__).resolve().parents[2]
-p4switch = pytest.importorskip("p4switch")
-if not hasattr(p4switch, "compile_program"):
-    pytest.skip("p4switch.compile_program (the p4switch frontend) is not available",
-                allow_module_level=True)
-from targets import compile_for, start_target  # noqa: E402
 
 TARGETS = ["p4switch", pytest.param("bmv2", marks=pytest.mark.bmv2)]
 
