@@ -15,9 +15,10 @@ import sys
 from pathlib import Path
 
 import click
-import part2
 
 # siblings in mininet/: the script's own directory is first on sys.path
+import part2
+from capture import PortCaptures, switch_interfaces
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
 from failures import failure_runs, failure_table
@@ -44,6 +45,16 @@ ECN_PACKETS = 32                       # fabricd's default queue-length threshol
 # transport (~13-20 us of CPU per packet, bench_transport) and the shaping share the two
 # cores; a native switch forwards 400,000+ packets/s (bench_forwarding).
 LINK_MBPS = 24.0
+
+
+class Capture:
+    """What part one records beside its results: pcaps of every switch port, packet logs."""
+
+    def __init__(self, pcap: bool, switch_logs: bool) -> None:
+        self.pcap, self.switch_logs = pcap, switch_logs
+
+    def ports(self, net, directory: Path) -> PortCaptures | None:
+        return PortCaptures(switch_interfaces(net), directory).start() if self.pcap else None
 
 
 def _choices(text: str, known: tuple[str, ...], what: str) -> list[str]:
@@ -186,11 +197,16 @@ def _drain_rto(depth: int, mbps: float) -> float:
               help="Runs of each vClos measurement (alone, together); the median counts.")
 @click.option("--cli", is_flag=True, help="End in the Mininet CLI with fabricd running, for "
                                           "fabricctl by hand (FABRICD is in its environment).")
+@click.option("--pcap", is_flag=True, help="Capture every switch port of part one into "
+              "OUT/pcap/<interface>.pcap (tcpdump; tshark decodes the RoCEv2).")
+@click.option("--switch-logs", is_flag=True, help="Per-packet logs of every switch of part one "
+              "in OUT/logs/ (p4switch then runs its Python backend: slower).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out", show_default=True)
 def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth, window,
          ack_every, reliability, min_rto, failures, failure_collective, ideas, part_one, ideas_only,
-         ideas_topology, ideas_size, ideas_link_mbps, vclos_seeds, vclos_repeats, cli, out_dir):
+         ideas_topology, ideas_size, ideas_link_mbps, vclos_seeds, vclos_repeats, cli, pcap,
+         switch_logs, out_dir):
     """Run collectives under four load-balancing policies on an emulated P4 fabric."""
     missing = missing_tools(target)
     if missing:
@@ -222,7 +238,8 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
     if part_one:
         rows, failed = part_one_runs(target, topology, topo, link_mbps, queue_depth, window,
                                      ack_every, reliability, min_rto, policy_list, runs,
-                                     repeat, failures, failure_pair, size, cli, out_dir)
+                                     repeat, failures, failure_pair, size, cli, out_dir,
+                                     Capture(pcap, switch_logs))
     extra = []
     if ideas:
         try:
@@ -260,15 +277,17 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
 
 def part_one_runs(target, topology, topo, link_mbps, queue_depth, window, ack_every,
                   reliability, min_rto, policy_list, runs, repeat, failures, failure_pair,
-                  size, cli, out_dir) -> tuple[list[dict], list]:
+                  size, cli, out_dir, capture: Capture) -> tuple[list[dict], list]:
     """Part one on its own fabric: every run under every policy, then the link failures."""
     logs = out_dir / "logs"
     click.echo(f"demo: {topo.name}: {len(topo.switches)} {target} switches, "
                f"{len(topo.hosts)} hosts, links at {_speed(link_mbps)}")
     net = build_net(topo, target=target, log_dir=str(logs), link_mbps=link_mbps or None,
-                    queue_depth=queue_depth)
+                    queue_depth=queue_depth, packet_log=capture.switch_logs)
+    pcaps = None
     try:
         net.start()
+        pcaps = capture.ports(net, out_dir / "pcap")
         configure_hosts(net, topo)
         if link_mbps:
             pace_nics(net, topo, link_mbps)
@@ -296,6 +315,9 @@ def part_one_runs(target, topology, topo, link_mbps, queue_depth, window, ack_ev
     except LaunchError as err:
         raise click.ClickException(f"a collective failed: {err}") from None
     finally:
+        if pcaps is not None:
+            pcaps.stop()
+            click.echo(f"demo: one pcap per switch port in {out_dir / 'pcap'}")
         net.stop()
     return rows, failed
 

@@ -15,11 +15,13 @@ from fabricmodel.topology import Topology
 
 class FabricTopo(Topo):
     def build(self, topology: Topology, target: str = "p4switch", log_dir: str | None = None,
-              link_mbps: float | None = None, queue_depth: int | None = None):
+              link_mbps: float | None = None, queue_depth: int | None = None,
+              packet_log: bool = False):
         for sw in topology.switches.values():
             self.addSwitch(sw.name, cls=P4RuntimeSwitch, device_id=sw.device_id,
                            grpc_port=sw.grpc_port, target=target, log_dir=log_dir,
-                           link_mbps=link_mbps, queue_depth=queue_depth)
+                           link_mbps=link_mbps, queue_depth=queue_depth,
+                           packet_log=packet_log)
         for host in topology.hosts.values():
             self.addHost(host.name, ip=None, mac=host.mac)
         for lk in topology.links:

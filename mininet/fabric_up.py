@@ -9,6 +9,7 @@ The hosts' namespaces are named `mlf-<host>` (`ip netns exec mlf-h1 ping 10.0.2.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -17,6 +18,7 @@ from pathlib import Path
 import click
 
 # siblings in mininet/: the script's own directory is first on sys.path
+from capture import PortCaptures, switch_interfaces
 from fabric_net import build_net, configure_hosts, host_netns
 from p4_switch import TARGETS, missing_tools
 
@@ -34,10 +36,15 @@ ROOT = Path(__file__).resolve().parent.parent
 @click.option("--queue-depth", type=click.IntRange(1), default=256, show_default=True)
 @click.option("--log-dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "logs", show_default=True, help="Switch logs.")
+@click.option("--pcap", "pcap_dir", type=click.Path(file_okay=False, path_type=Path),
+              envvar="MLFABRIC_PCAP",
+              help="Capture every switch port into PCAP_DIR/<interface>.pcap while it runs.")
+@click.option("--switch-logs", is_flag=True, help="Per-packet logs of every switch in "
+              "--log-dir (p4switch then runs its Python backend: slower).")
 @click.option("--ready-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Created once every switch listens and the hosts are configured; removed "
                    "on the way down (a health check for compose).")
-def main(topology, target, link_mbps, queue_depth, log_dir, ready_file):
+def main(topology, target, link_mbps, queue_depth, log_dir, pcap_dir, switch_logs, ready_file):
     """Run the fabric of TOPOLOGY's switches and hosts until stopped."""
     missing = missing_tools(target)
     if missing:
@@ -52,12 +59,14 @@ def main(topology, target, link_mbps, queue_depth, log_dir, ready_file):
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     net = build_net(topo, target=target, log_dir=str(log_dir), link_mbps=link_mbps or None,
-                    queue_depth=queue_depth)
+                    queue_depth=queue_depth, packet_log=switch_logs)
     try:
         net.start()
         configure_hosts(net, topo)
+        captures = (PortCaptures(switch_interfaces(net), pcap_dir) if pcap_dir
+                    else contextlib.nullcontext())
         hosts = sorted(topo.hosts.values(), key=lambda h: h.rank)
-        with host_netns(net, [h.name for h in hosts]):
+        with host_netns(net, [h.name for h in hosts]), captures:
             for sw in sorted(topo.switches.values(), key=lambda s: s.device_id):
                 click.echo(f"fabric: {sw.name} ({target}, device {sw.device_id}) serves "
                            f"P4Runtime on 127.0.0.1:{sw.grpc_port}")

@@ -46,7 +46,7 @@ class P4RuntimeSwitch(Switch):
 
     def __init__(self, name, device_id: int, grpc_port: int, target: str = "p4switch",
                  log_dir: str | None = None, link_mbps: float | None = None,
-                 queue_depth: int | None = None, **kwargs):
+                 queue_depth: int | None = None, packet_log: bool = False, **kwargs):
         kwargs["inNamespace"] = False     # ports are the root namespace's veths
         super().__init__(name, **kwargs)
         self.device_id = device_id
@@ -55,6 +55,7 @@ class P4RuntimeSwitch(Switch):
         self.log_dir = Path(log_dir) if log_dir else None
         self.link_mbps = link_mbps
         self.queue_depth = queue_depth
+        self.packet_log = packet_log and self.log_dir is not None
         self.proc: subprocess.Popen | None = None
 
     def _port_args(self) -> list[str]:
@@ -71,7 +72,7 @@ class P4RuntimeSwitch(Switch):
                     "--thrift-port", str(self.grpc_port + THRIFT_PORT_OFFSET),
                     "--notifications-addr",
                     f"ipc:///tmp/bmv2-{self.grpc_port}-notifications.ipc",
-                    *self._port_args(), "--", "--grpc-server-addr",
+                    *self._port_args(), *self._bmv2_log_args(), "--", "--grpc-server-addr",
                     f"127.0.0.1:{self.grpc_port}", "--cpu-port", str(CPU_PORT)]
         cmd = [sys.executable, "-m", "p4switch.cli", "run", "--no-p4", *self._port_args()]
         cmd += ["--device-id", str(self.device_id), "--grpc-addr",
@@ -82,7 +83,14 @@ class P4RuntimeSwitch(Switch):
             cmd += ["--queue-depth", str(self.queue_depth)]
         if self.control_path:
             cmd += ["--control-socket", str(self.control_path)]
+        if self.packet_log:     # p4switch runs its Python backend, which logs every packet
+            cmd += ["--log-file", str(self.log_dir / f"{self.name}.packets.log")]
         return cmd
+
+    def _bmv2_log_args(self) -> list[str]:
+        if not self.packet_log:
+            return []
+        return ["--log-file", str(self.log_dir / f"{self.name}.packets"), "--log-flush"]
 
     @property
     def control_path(self) -> Path | None:

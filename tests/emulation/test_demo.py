@@ -26,13 +26,15 @@ def test_demo_runs_every_policy_and_idea(tmp_path, target):
                 "--repeat", "1",
                 "--size", "32KiB", "--collectives", "allreduce/ring",
                 "--ideas-size", "32KiB", "--vclos-seeds", "1", "--vclos-repeats", "1",
-                "--out", str(tmp_path)], DEADLINE[target])
+                "--pcap", "--out", str(tmp_path)], DEADLINE[target])
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "demo.jsonl").read_text().splitlines()]
     assert {r["policy"] for r in rows} == {"ecmp", "spray", "reps", "ethereal"}
     assert all(r["ok"] for r in rows) and len(rows) == 4 * 4
     for png in ("demo-cct.png", "mcast-allgather.png", "vclos.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pcaps = list((tmp_path / "pcap").glob("*-eth*.pcap"))
+    assert pcaps and all(p.read_bytes()[:4] == b"\xd4\xc3\xb2\xa1" for p in pcaps), pcaps
     assert "vs ideal" in out.stdout and "bound ms" in out.stdout, out.stdout[-3000:]
     for line in ("allgather multicast 239.1.", "allreduce switchml in leaf",
                  "isolation: ping across slices", "exit 5: fabricctl: RESOURCE_EXHAUSTED",
