@@ -224,7 +224,12 @@ class Blocks:
                         raise Fail(value, f"table property '{pname.value}' must name an extern instance")
                     spec[{"implementation": "implementation", "counters": "direct_counter",
                           "meters": "direct_meter"}[pname.value]] = target
-                elif pname.value in ("support_timeout", "psa_direct_counter", "psa_direct_meter",
+                elif pname.value == "support_timeout":
+                    ex = self.expr(value, scope, Writer(), Ctx("const"))
+                    if not isinstance(ex.const, bool):
+                        raise Fail(value, "support_timeout must be true or false")
+                    spec["support_timeout"] = ex.const
+                elif pname.value in ("psa_direct_counter", "psa_direct_meter",
                                      "psa_implementation", "psa_empty_group_action", "largest_priority_wins",
                                      "priority_delta", "add_on_miss", "idle_timeout_with_auto_delete"):
                     pass

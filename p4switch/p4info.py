@@ -190,6 +190,8 @@ def _table(info, pt, prog: Program, objs: _Objects, name: str, t: dict):
         if res:
             pt.direct_resource_ids.append(objs.id_of[(kind, objs.shown[res])])
     pt.size = t["size"]
+    if t.get("support_timeout"):
+        pt.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
     if t.get("const_entries") is not None:
         pt.is_const_table = bool(t.get("entries_const"))
         pt.has_initial_entries = bool(t["const_entries"])

@@ -208,6 +208,14 @@ class Switch(Pipeline):
                                   e.priority if t.needs_priority else None))
         return out
 
+    def table_last_hits(self, table) -> dict[int, int]:
+        """time.monotonic_ns() of each entry's last hit (its insertion if none yet) by handle;
+        kept for tables with `support_timeout = true` only."""
+        t = self.table(table)
+        if not t.idle:
+            raise ValueError(f"table '{t.name}' does not support idle timeout")
+        return {h: e.last_hit for h, e in t.entries.items()}
+
     def entry_is_const(self, table, handle):
         return self._entry(self.table(table), handle).is_const
 

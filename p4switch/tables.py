@@ -1,6 +1,8 @@
 """Match-action tables and action profiles at run time (the state the control plane writes)."""
 from __future__ import annotations
 
+from time import monotonic_ns
+
 from .engine import _bytes, _hash
 
 _MISS = object()
@@ -10,7 +12,8 @@ class Entry:
     """One table entry. `match` is per key: (value, mask), ("range", lo, hi) or None (wildcard)."""
 
     __slots__ = ("handle", "match", "action", "args", "priority", "fn", "member", "group",
-                 "packets", "bytes", "meter", "is_const", "api_match", "api_params", "order")
+                 "packets", "bytes", "meter", "is_const", "api_match", "api_params", "order",
+                 "last_hit")
 
     def __init__(self, handle, match, action, args, priority, fn):
         self.handle, self.match, self.action, self.args = handle, match, action, args
@@ -20,6 +23,7 @@ class Entry:
         self.is_const = False
         self.api_match, self.api_params = {}, {}
         self.order = handle
+        self.last_hit = monotonic_ns()     # idle timeouts count from the insertion
 
     def matches(self, key) -> bool:
         for m, k in zip(self.match, key, strict=False):
@@ -83,6 +87,7 @@ class Table:
         self.next_handle = 1
         self.profile: ActionProfile | None = None
         self.counting = bool(spec.get("direct_counter"))
+        self.idle = bool(spec.get("support_timeout"))   # entries keep their last hit's time
         self.meter = None            # the DirectMeter extern when `meters =` is set
         d = spec["default"]
         widths = [p["width"] for p in owner.program.actions[d["action"]]["params"]]
@@ -100,6 +105,8 @@ class Table:
         if self.counting:
             e.packets += 1
             e.bytes += self.owner.cur.plen
+        if self.idle:
+            e.last_hit = monotonic_ns()
         if self.meter is not None:
             self.meter.color = e.meter.execute(
                 1 if self.meter.unit == "packets" else self.owner.cur.plen) if e.meter else 0

@@ -81,6 +81,8 @@ def _signatures(lib):
     lib.sw_table_default.argtypes = [ctypes.c_int, ctypes.c_uint64, u64p]
     lib.sw_table_counters.argtypes = [ctypes.c_int, u64p, u64p, u64p]
     lib.sw_table_counters.restype = u32
+    lib.sw_table_hits.argtypes = [ctypes.c_int, u64p, u64p]
+    lib.sw_table_hits.restype = u32
     lib.sw_profile_set.argtypes = [ctypes.c_int, u32, u64p, u32, u64p, u32]
     lib.sw_mc_set.argtypes = [u32, ctypes.c_int, u32, u32p]
     lib.sw_clone_set_all.argtypes = [u32, u64p]

@@ -133,7 +133,7 @@ def _init(program) -> str:
         prof = profiles.index(spec["implementation"]) if spec.get("implementation") else -1
         lines.append(f"    TABLES[{i}].nkeys = {len(spec['keys'])}; TABLES[{i}].nargs = {table_nargs(program, name)}; "
                      f"TABLES[{i}].exact_only = {int(exact)}; TABLES[{i}].counting = {int(bool(spec.get('direct_counter')))}; "
-                     f"TABLES[{i}].profile = {prof};")
+                     f"TABLES[{i}].profile = {prof}; TABLES[{i}].idle = {int(bool(spec.get('support_timeout')))};")
         dm = spec.get("direct_meter")
         lines.append(f"    TABLES[{i}].dmeter = {dmeters.index(dm) if dm else -1}; "
                      f"TABLES[{i}].dmeter_bytes = {int(bool(dm) and program.externs[dm]['unit'] != 'packets')};")

@@ -162,6 +162,7 @@ typedef struct {
     uint32_t n, stride;
     uint64_t *rows;
     uint64_t *packets, *bytes;      /* direct counter per row */
+    uint64_t *hit;                  /* CLOCK_MONOTONIC ns of the row's last hit (idle tables) */
     uint32_t *hidx, hcap;           /* exact-only tables: open addressing, row+1, 0 = empty */
 } tsnap_t;
 
@@ -189,7 +190,7 @@ static inline i128 meter_execute(meter_t *m, i128 i, uint64_t plen) {
 }
 
 typedef struct {
-    uint32_t nkeys, nargs, exact_only, counting;
+    uint32_t nkeys, nargs, exact_only, counting, idle;
     int dmeter, dmeter_bytes;       /* direct meter id or -1 */
     mstate_t *dm; uint64_t dm_cap;  /* direct meter states by entry handle */
     int profile;
@@ -259,7 +260,7 @@ static void tsnap_index(table_t *t, tsnap_t *s) {
 
 static void tsnap_free(tsnap_t *s) {
     if (!s) return;
-    free(s->rows); free(s->packets); free(s->bytes); free(s->hidx); free(s);
+    free(s->rows); free(s->packets); free(s->bytes); free(s->hit); free(s->hidx); free(s);
 }
 
 static table_t *TABLES;
@@ -306,6 +307,7 @@ static inline tres_t table_apply(table_t *t, const i128 *key, const i128 *sel, c
     if (r < 0) { *args = t->dargs; return (tres_t){0, t->dact}; }
     const uint64_t *row = s->rows + (uint64_t)r * s->stride;
     if (t->counting) { s->packets[r]++; s->bytes[r] += plen; }
+    if (t->idle) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); s->hit[r] = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec; }
     if (t->dmeter >= 0)
         DMCOLOR[t->dmeter] = row[0] < t->dm_cap ? mstate_exec(&t->dm[row[0]], t->dmeter_bytes ? (double)plen : 1.0) : 0;
     if (t->profile >= 0) {

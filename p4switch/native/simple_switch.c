@@ -294,13 +294,15 @@ double sw_bench(uint32_t port, const uint8_t *data, uint32_t len, uint32_t count
 }
 
 /* A new snapshot of table t. carry: keep the counters of entries that stay (the packets/bytes
- * given are then ignored for them); otherwise the given counters are taken. */
+ * given are then ignored for them); otherwise the given counters are taken. The last-hit times
+ * of entries that stay always follow them. */
 void sw_table_set(int t, uint32_t n, const uint64_t *rows, const uint64_t *packets, const uint64_t *bytes, int carry) {
     table_t *tb = &TABLES[t];
     tsnap_t *s = calloc(1, sizeof(tsnap_t));
     s->n = n; s->stride = 4 + KW * tb->nkeys + tb->nargs;
     s->rows = malloc((uint64_t)n * s->stride * sizeof(uint64_t) + 8);
     s->packets = calloc(n + 1, sizeof(uint64_t)); s->bytes = calloc(n + 1, sizeof(uint64_t));
+    s->hit = calloc(n + 1, sizeof(uint64_t));
     if (n) {
         memcpy(s->rows, rows, (uint64_t)n * s->stride * sizeof(uint64_t));
         memcpy(s->packets, packets, n * sizeof(uint64_t)); memcpy(s->bytes, bytes, n * sizeof(uint64_t));
@@ -308,8 +310,9 @@ void sw_table_set(int t, uint32_t n, const uint64_t *rows, const uint64_t *packe
     tsnap_index(tb, s);
     pthread_mutex_lock(&LOCK);
     tsnap_t *old = tb->snap;
-    if (carry && old && old->n && n) {
-        /* direct counters follow their entry (by handle) into the new snapshot, under the lock */
+    if (old && old->n && n) {
+        /* direct counters and hit times follow their entry (by handle) into the new snapshot,
+         * under the lock */
         uint32_t cap = 8;
         while (cap < old->n * 2) cap <<= 1;
         uint32_t *map = calloc(cap, sizeof(uint32_t));
@@ -323,7 +326,10 @@ void sw_table_set(int t, uint32_t n, const uint64_t *rows, const uint64_t *packe
             uint64_t h = s->rows[(uint64_t)i * s->stride];
             for (uint32_t k = (uint32_t)(h * 2654435761u) & (cap - 1); map[k]; k = (k + 1) & (cap - 1)) {
                 uint32_t j = map[k] - 1;
-                if (old->rows[(uint64_t)j * old->stride] == h) { s->packets[i] = old->packets[j]; s->bytes[i] = old->bytes[j]; break; }
+                if (old->rows[(uint64_t)j * old->stride] != h) continue;
+                if (carry) { s->packets[i] = old->packets[j]; s->bytes[i] = old->bytes[j]; }
+                s->hit[i] = old->hit[j];
+                break;
             }
         }
         free(map);
@@ -348,6 +354,15 @@ uint32_t sw_table_counters(int t, uint64_t *handles, uint64_t *packets, uint64_t
         handles[i] = s->rows[(uint64_t)i * s->stride];
         packets[i] = s->packets[i]; bytes[i] = s->bytes[i];
     }
+    pthread_mutex_unlock(&LOCK);
+    return n;
+}
+
+uint32_t sw_table_hits(int t, uint64_t *handles, uint64_t *hits) {
+    pthread_mutex_lock(&LOCK);
+    tsnap_t *s = TABLES[t].snap;
+    uint32_t n = s ? s->n : 0;
+    for (uint32_t i = 0; i < n; i++) { handles[i] = s->rows[(uint64_t)i * s->stride]; hits[i] = s->hit[i]; }
     pthread_mutex_unlock(&LOCK);
     return n;
 }

@@ -303,6 +303,16 @@ class NativeSwitch(Switch):
         super().direct_meter_reset(table, handle)
         self.lib.sw_meter_set(-1 - self.table_ids[self.table(table).name], handle, 0, 0, 0, 0, 0)
 
+    def table_last_hits(self, table):
+        hits = super().table_last_hits(table)       # the insertion times
+        n = len(hits)
+        h, t = _arr([0] * n), _arr([0] * n)
+        got = self.lib.sw_table_hits(self.table_ids[self.table(table).name], h, t)
+        for i in range(got):
+            if h[i] in hits:
+                hits[h[i]] = max(hits[h[i]], t[i])
+        return hits
+
     def direct_counter_read(self, table, handle):
         self._pull_counters(self.table(table))
         return super().direct_counter_read(table, handle)

@@ -307,12 +307,27 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         while True:
             with self._tick:      # a poke while the deadline is computed waits for wait()
                 running = self.running
-                deadline = running.digests.next_deadline() if running is not None else None
-                wait = 1.0 if deadline is None else (deadline - time.monotonic_ns()) / 1e9
+                deadlines = [] if running is None else \
+                    [d for d in (running.digests.next_deadline(), running.tables.idle_deadline)
+                     if d is not None]
+                wait = 1.0 if not deadlines else (min(deadlines) - time.monotonic_ns()) / 1e9
                 if wait > 0:
                     self._tick.wait(min(wait, 1.0))
             if running is not None and running is self.running:
                 self._send_digest_lists(running.digests.due())
+                self._idle_timeouts(running)
+
+    def _idle_timeouts(self, running: Pipeline) -> None:
+        deadline = running.tables.idle_deadline
+        if deadline is None or time.monotonic_ns() < deadline:
+            return
+        with self.device.lock:
+            if running is not self.running:
+                return
+            notes = running.tables.idle_scan()
+        for note in notes:
+            for conn in self.arbiter.primaries():
+                conn.send(p4runtime_pb2.StreamMessageResponse(idle_timeout_notification=note))
 
     # --- helpers ---------------------------------------------------------------------------
     def _check_device(self, device_id: int) -> None:

@@ -2,6 +2,7 @@
 in canonical form for Read, and mirrored into the switch through its handle-based API."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from p4.config.v1 import p4info_pb2
@@ -23,6 +24,7 @@ from .profiles import ProfileStore
 from .schema import MatchType, Schema, TableInfo
 
 Update = p4runtime_pb2.Update
+IDLE_SCAN_NS = 10_000_000      # idle timeouts are checked at most this often (spec's example)
 
 
 @dataclass
@@ -32,6 +34,7 @@ class StoredEntry:
     ref: tuple[str, int] | None = None       # action profile member/group of indirect tables
     one_shot: bool = False
     meter: p4runtime_pb2.MeterConfig | None = None    # direct meter config, None = all GREEN
+    idle_from: int = 0        # monotonic ns the TTL counts from: insertion, MODIFY, last notice
 
 
 @dataclass
@@ -45,6 +48,9 @@ class TableStore:
     def __init__(self, schema: Schema, sw, profiles: ProfileStore):
         self.schema, self.sw, self.profiles = schema, sw, profiles
         self.state = {tid: TableState() for tid in schema.tables}
+        # monotonic ns of the next idle-timeout check (None: no entry has a TTL); read by the
+        # server's timer without the device lock
+        self.idle_deadline: int | None = None
         for table in schema.tables.values():
             st = self.state[table.id]
             if not table.implementation_id:
@@ -113,7 +119,13 @@ class TableStore:
             meter = self.set_meter(table, handle, entry.meter_config)
         elif reset_meter:
             self.sw.direct_meter_reset(table.name, handle)
-        st.entries[full_key] = StoredEntry(handle, stored, ref, one_shot, meter)
+        idle_from = existing.idle_from if existing is not None else 0
+        if entry.HasField("action") or entry.idle_timeout_ns:
+            stored.idle_timeout_ns = entry.idle_timeout_ns
+            idle_from = time.monotonic_ns()
+            if entry.idle_timeout_ns:
+                self._idle_check_by(idle_from + entry.idle_timeout_ns)
+        st.entries[full_key] = StoredEntry(handle, stored, ref, one_shot, meter, idle_from)
 
     def _check_entry_fields(self, kind: int, table: TableInfo, entry) -> None:
         """Everything an INSERT/MODIFY is refused for before anything changes."""
@@ -127,7 +139,10 @@ class TableStore:
         if entry.idle_timeout_ns or entry.HasField("time_since_last_hit"):
             if not table.supports_timeout:
                 raise invalid(f"table '{table.name}' does not support idle timeout")
-            raise unimplemented("idle timeouts are not supported by this target")
+            if entry.HasField("time_since_last_hit"):
+                raise invalid("time_since_last_hit is read only: it must be unset in writes")
+            if entry.idle_timeout_ns < 0:
+                raise invalid(f"table '{table.name}': negative idle_timeout_ns")
         if entry.HasField("meter_counter_data"):
             raise unimplemented("meter counters are not supported by this target")
         if entry.HasField("meter_config"):
@@ -234,6 +249,9 @@ class TableStore:
             tables = list(self.schema.tables.values())
         else:
             tables = [self.schema.table(query.table_id)]
+        if query.HasField("time_since_last_hit") and query.table_id and \
+                not tables[0].supports_timeout:
+            raise invalid(f"table '{tables[0].name}' does not support idle timeout")
         out = []
         for table in tables:
             st = self.state[table.id]
@@ -245,15 +263,20 @@ class TableStore:
                 found = [hit] if hit else []
             else:
                 found = [e for e in st.entries.values() if _selected(query, e.entry)]
+            hits = (self.sw.table_last_hits(table.name)
+                    if query.HasField("time_since_last_hit") and table.supports_timeout else None)
+            now = time.monotonic_ns()
             for item in found:
-                out.append(self._render(table, item, query))
+                out.append(self._render(table, item, query, hits, now))
         return out
 
-    def _render(self, table, item, query) -> p4runtime_pb2.TableEntry:
+    def _render(self, table, item, query, hits=None, now=0) -> p4runtime_pb2.TableEntry:
         if isinstance(item, p4runtime_pb2.TableEntry):   # the default entry
             return item
         entry = p4runtime_pb2.TableEntry()
         entry.CopyFrom(item.entry)
+        if hits is not None and item.handle in hits:
+            entry.time_since_last_hit.elapsed_ns = max(0, now - hits[item.handle])
         # Direct resources are reported only when asked for (spec: "Direct Resources").
         if query.HasField("meter_config") and item.meter is not None:
             entry.meter_config.CopyFrom(item.meter)
@@ -261,6 +284,38 @@ class TableStore:
             packets, nbytes = self.sw.direct_counter_read(table.name, item.handle)
             entry.counter_data.packet_count, entry.counter_data.byte_count = packets, nbytes
         return entry
+
+    # --- idle timeouts ---------------------------------------------------------------------
+    def _idle_check_by(self, when: int) -> None:
+        if self.idle_deadline is None or when < self.idle_deadline:
+            self.idle_deadline = when
+
+    def idle_scan(self) -> list[p4runtime_pb2.IdleTimeoutNotification]:
+        """One notification per table for its entries idle for their TTL since their last hit
+        or their last notification (whose TTL then starts again); sets the next check."""
+        now = time.monotonic_ns()
+        nxt, out = None, []
+        for table in self.schema.tables.values():
+            if not table.supports_timeout:
+                continue
+            timed = [e for e in self.state[table.id].entries.values() if e.entry.idle_timeout_ns]
+            if not timed:
+                continue
+            hits = self.sw.table_last_hits(table.name)
+            note = p4runtime_pb2.IdleTimeoutNotification()
+            for e in timed:
+                since = max(hits.get(e.handle, 0), e.idle_from)
+                if now - since >= e.entry.idle_timeout_ns:
+                    expired = note.table_entry.add()
+                    expired.CopyFrom(e.entry)
+                    e.idle_from = since = now
+                due = since + e.entry.idle_timeout_ns
+                nxt = due if nxt is None else min(nxt, due)
+            if note.table_entry:
+                note.timestamp = time.time_ns()
+                out.append(note)
+        self.idle_deadline = None if nxt is None else max(nxt, now + IDLE_SCAN_NS)
+        return out
 
     def lookup(self, entry: p4runtime_pb2.TableEntry) -> tuple[TableInfo, StoredEntry]:
         """The stored entry a DirectCounterEntry refers to, or NOT_FOUND."""

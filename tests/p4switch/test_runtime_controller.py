@@ -148,3 +148,67 @@ def test_digest_entry_insert_modify_delete(rig):
     assert next_stream("digest", 0.5) is None
     with pytest.raises(Exception, match="NOT_FOUND"):
         sh.DigestEntry("mac_learn_t").delete()
+
+
+# --- idle timeout --------------------------------------------------------------------------
+def smac_entry(src: bytes, ttl_ns: int) -> sh.TableEntry:
+    te = sh.TableEntry("CtlIngress.smac")(action="CtlIngress.known")
+    te.match["hdr.ethernet.src"] = ":".join(f"{b:02x}" for b in src)
+    te.idle_timeout_ns = ttl_ns
+    return te
+
+
+def last_hits() -> dict[bytes, int]:
+    """source MAC -> time_since_last_hit (ns) of every smac entry"""
+    query = sh.TableEntry("CtlIngress.smac")
+    _ = query.time_since_last_hit    # p4runtime-shell: asks for it in the read
+    return {e.match["hdr.ethernet.src"].exact.value.rjust(6, b"\x00"):
+            e.time_since_last_hit.elapsed_ns for e in query.read()}
+
+
+def test_idle_timeout_notifies_once_per_expiry_and_traffic_resets_it(rig):
+    (smac,) = [t for t in sh.client.get_p4info().tables if t.preamble.name == "CtlIngress.smac"]
+    assert smac.idle_timeout_behavior == smac.NOTIFY_CONTROL      # support_timeout = true
+    ttl = 400_000_000
+    inserted = time.monotonic()
+    for src, t in ((mac(1), ttl), (mac(2), ttl), (mac(3), 0)):
+        smac_entry(src, t).insert()
+    notices = []                     # (seconds since the insert, expired source MACs)
+    while time.monotonic() - inserted < 1.3:
+        rig.send(1, frame(mac(1)))   # A is hit every 0.1 s: it never expires
+        while (msg := next_stream("idle_timeout_notification", 0.1)) is not None:
+            notes = msg.idle_timeout_notification
+            notices.append((time.monotonic() - inserted,
+                            [e.match[0].exact.value.rjust(6, b"\x00") for e in notes.table_entry]))
+            assert all(e.idle_timeout_ns == ttl for e in notes.table_entry)
+    expired = [src for _, srcs in notices for src in srcs]
+    assert set(expired) == {mac(2)}, notices       # B only; C has no TTL
+    times = [at for at, srcs in notices if mac(2) in srcs]
+    assert times and times[0] >= 0.35, notices
+    if rig.target != "bmv2":     # BMv2 scans its entries once a second: one notice in 1.3 s
+        # once per expiry: the first after the TTL, the next one TTL later (not at every scan)
+        assert 2 <= len(times) <= 3, notices
+        assert all(b - a >= 0.3 for a, b in zip(times, times[1:], strict=False)), notices
+
+    hits = last_hits()
+    assert hits[mac(1)] < 300_000_000                   # hit within the last 0.1-0.2 s
+    assert hits[mac(2)] >= 1_200_000_000                # never hit: since its insertion
+    (entry,) = [e for e in sh.TableEntry("CtlIngress.smac").read()
+                if e.match["hdr.ethernet.src"].exact.value.endswith(b"\x02")]
+    assert entry.idle_timeout_ns == ttl                 # read back as written
+
+    smac_entry(mac(2), 0).modify()                      # no TTL any more
+    smac_entry(mac(1), ttl).delete()                    # no more traffic for A: gone
+    while next_stream("idle_timeout_notification", 0.05) is not None:
+        pass
+    assert next_stream("idle_timeout_notification", 0.6) is None
+
+
+def test_idle_timeout_needs_a_table_that_supports_it(rig):
+    te = sh.TableEntry("CtlIngress.dmac")(action="CtlIngress.forward")
+    te.match["hdr.ethernet.dst"] = "02:00:00:00:00:01"
+    te.action["port"] = "2"
+    te.idle_timeout_ns = 10**9
+    with pytest.raises(Exception, match="INVALID_ARGUMENT"):
+        te.insert()
+    assert list(sh.TableEntry("CtlIngress.dmac").read()) == []
