@@ -24,6 +24,9 @@ from .pipeline import Pipeline
 from .rollback import write_all_or_none
 
 API_VERSION = "1.4.1"
+# the spec leaves these details open: simple_switch_grpc's (PI's) words, which clients match
+NOT_PRIMARY = "Not primary"
+NO_PIPELINE = "No forwarding pipeline config set for this device"
 Action = p4runtime_pb2.SetForwardingPipelineConfigRequest.Action
 ResponseType = p4runtime_pb2.GetForwardingPipelineConfigRequest.ResponseType
 Update = p4runtime_pb2.Update
@@ -64,7 +67,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._check_device(request.device_id)
         self._check_role(request.role)
         if not self.arbiter.is_primary(request.role, self._eid(request)):
-            raise permission_denied("only the primary client may set the pipeline")
+            raise permission_denied(NOT_PRIMARY)
         action = request.action
         if action == Action.UNSPECIFIED or action not in Action.values():
             raise invalid("SetForwardingPipelineConfig needs an action")
@@ -154,7 +157,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id)
             self._check_role(request.role)
             if not self.arbiter.is_primary(request.role, self._eid(request)):
-                raise permission_denied("only the primary client of the role may write")
+                raise permission_denied(NOT_PRIMARY)
             if request.atomicity not in p4runtime_pb2.WriteRequest.Atomicity.values():
                 raise invalid(f"unknown atomicity {request.atomicity}")
         except P4RuntimeError as exc:
@@ -163,7 +166,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         with self.device.lock:
             if self.pipeline is None:
                 context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                              "no forwarding pipeline is set")
+                              NO_PIPELINE)
             if request.atomicity == p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
                 for update in request.updates:
                     try:
@@ -252,12 +255,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _packet_out(self, conn: Connection, packet) -> None:
         if not self.arbiter.conn_is_primary(conn):
             self._stream_error(conn, grpc.StatusCode.PERMISSION_DENIED,
-                               "only the primary client may send packets", packet_out=packet)
+                               NOT_PRIMARY, packet_out=packet)
             return
         with self.device.lock:
             if self.running is None:
                 self._stream_error(conn, grpc.StatusCode.FAILED_PRECONDITION,
-                                   "no forwarding pipeline is set", packet_out=packet)
+                                   NO_PIPELINE, packet_out=packet)
                 return
             try:
                 frame = self.running.packet_out_bytes(packet)
@@ -340,7 +343,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _require_pipeline(self) -> Pipeline:
         if self.pipeline is None:
-            raise failed_precondition("no forwarding pipeline is set")
+            raise failed_precondition(NO_PIPELINE)
         return self.pipeline
 
     @staticmethod

@@ -5,13 +5,18 @@ timeouts, meters, watch ports of action selector groups, packet I/O, arbitration
 from __future__ import annotations
 
 import pathlib
+import queue
 import shutil
 import time
 from dataclasses import dataclass
 
+import grpc
 import p4runtime_sh.shell as sh
 import pytest
-from p4.v1 import p4runtime_pb2
+from google.protobuf import text_format
+from google.rpc import code_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from targets import compile_for, start_target
 from test_device_net import ETH_TEST, links, raw_socket, receive_all  # noqa: F401 (fixture)
 
@@ -212,3 +217,45 @@ def test_idle_timeout_needs_a_table_that_supports_it(rig):
     with pytest.raises(Exception, match="INVALID_ARGUMENT"):
         te.insert()
     assert list(sh.TableEntry("CtlIngress.dmac").read()) == []
+
+
+# --- arbitration -----------------------------------------------------------------------------
+def test_arbitration_without_election_id_makes_a_backup(target, tmp_path):
+    """Spec "Unset Election ID": a client that gives none is lower than any election id and
+    never becomes primary, so its writes are PERMISSION_DENIED. simple_switch_grpc reads an
+    unset id as 0 and, while no other client is connected, lets it write."""
+    info_file, config_file = compile_for(target, str(PROGRAMS / "controller.p4"), str(tmp_path))
+    config = p4runtime_pb2.ForwardingPipelineConfig(
+        p4info=text_format.Parse(pathlib.Path(info_file).read_text(), p4info_pb2.P4Info()),
+        p4_device_config=pathlib.Path(config_file).read_bytes())
+    with start_target(target, {}, device_id=DEVICE, cpu_port=510) as switch, \
+            grpc.insecure_channel(switch.grpc_addr) as channel:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        requests: queue.Queue = queue.Queue()
+        stream = stub.StreamChannel(iter(requests.get, None))
+        hello = p4runtime_pb2.StreamMessageRequest()
+        hello.arbitration.device_id = DEVICE          # no election_id
+        requests.put(hello)
+        status = next(stream).arbitration.status.code
+        set_pipeline = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=DEVICE, config=config,
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        write = p4runtime_pb2.WriteRequest(device_id=DEVICE)
+        update = write.updates.add(type=p4runtime_pb2.Update.INSERT)
+        update.entity.digest_entry.digest_id = config.p4info.digests[0].preamble.id
+        try:
+            if target == "bmv2":
+                assert status == code_pb2.OK            # primary with election id 0
+                stub.SetForwardingPipelineConfig(set_pipeline)
+                stub.Write(write)
+            else:
+                assert status == code_pb2.NOT_FOUND     # a backup, and no primary yet
+                for call, request in ((stub.SetForwardingPipelineConfig, set_pipeline),
+                                      (stub.Write, write)):
+                    with pytest.raises(grpc.RpcError) as err:
+                        call(request)
+                    assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+                    assert err.value.details() == "Not primary"    # simple_switch_grpc's words
+        finally:
+            requests.put(None)
+            stream.cancel()
