@@ -259,3 +259,84 @@ def test_arbitration_without_election_id_makes_a_backup(target, tmp_path):
         finally:
             requests.put(None)
             stream.cancel()
+
+
+# --- meters --------------------------------------------------------------------------------
+GREEN, YELLOW, RED = 0, 1, 2
+
+
+def dmac_entry(dst: bytes, port: int) -> sh.TableEntry:
+    te = sh.TableEntry("CtlIngress.dmac")(action="CtlIngress.forward")
+    te.match["hdr.ethernet.dst"] = ":".join(f"{b:02x}" for b in dst)
+    te.action["port"] = str(port)
+    return te
+
+
+def colours(rig, count: int, dst: bytes) -> list[tuple[int, int]]:
+    """(port meter colour, flow meter colour) of `count` back-to-back frames from port 1 to
+    port 2, as the probe header carries them out."""
+    with raw_socket(rig.hosts[2]) as rx:
+        for seq in range(count):
+            rig.send(1, frame(mac(1), dst, seq))
+        got = receive_all(rx, quiet=0.4)
+    assert [int.from_bytes(f[16:20], "big") for f in got] == list(range(count))
+    return [(f[14], f[15]) for f in got]
+
+
+def unconfigured_meter_has_config(index: int) -> bool:
+    (entry,) = sh.MeterEntry("CtlIngress.port_meter")(index=index).read()
+    return entry.msg().HasField("config")
+
+
+def test_meter_configs_read_write_and_colour_packets(rig):
+    dst = mac(0x20)
+    dmac_entry(dst, 2).insert()
+    assert colours(rig, 3, dst) == [(GREEN, GREEN)] * 3          # unconfigured: GREEN
+
+    # indirect meter, cell of port 1: two-rate, 1 packet committed and 2 peak per burst
+    me = sh.MeterEntry("CtlIngress.port_meter")
+    me.index = 1
+    me.cir, me.cburst, me.pir, me.pburst = 1, 1, 2, 2
+    me.modify()
+    (read,) = sh.MeterEntry("CtlIngress.port_meter")(index=1).read()
+    assert (read.config.cir, read.config.cburst, read.config.pir, read.config.pburst) == \
+        (1, 1, 2, 2)
+    assert not unconfigured_meter_has_config(2)
+
+    # direct meter of the dmac entry: the second packet is already RED
+    dme = sh.DirectMeterEntry("CtlIngress.flow_meter")
+    dme.table_entry.match["hdr.ethernet.dst"] = ":".join(f"{b:02x}" for b in dst)
+    dme.cir, dme.cburst, dme.pir, dme.pburst = 1, 1, 1, 1
+    dme.modify()
+    (dread,) = sh.DirectMeterEntry("CtlIngress.flow_meter").read()
+    assert (dread.config.cir, dread.config.pburst) == (1, 1)
+    assert colours(rig, 4, dst) == [(GREEN, GREEN), (YELLOW, RED), (RED, RED), (RED, RED)]
+
+    # without a config the meters are unconfigured again: every packet GREEN
+    sh.MeterEntry("CtlIngress.port_meter")(index=1).modify()
+    cleared = sh.DirectMeterEntry("CtlIngress.flow_meter")
+    cleared.table_entry.match["hdr.ethernet.dst"] = ":".join(f"{b:02x}" for b in dst)
+    cleared.modify()
+    assert not unconfigured_meter_has_config(1)
+    assert colours(rig, 3, dst) == [(GREEN, GREEN)] * 3
+
+
+# --- packet I/O ------------------------------------------------------------------------------
+def test_packet_out_and_packet_in_carry_controller_metadata(rig):
+    info = {m.name: m.id for c in sh.client.get_p4info().controller_packet_metadata
+            if c.preamble.name == "packet_in" for m in c.metadata}
+    out = frame(mac(1), mac(0x30), 5)
+    with raw_socket(rig.hosts[3]) as wire:
+        sh.PacketOut(payload=out, egress_port="3", flags="0").send()
+        assert receive_all(wire, quiet=0.4) == [out]
+
+    te = sh.TableEntry("CtlIngress.dmac")(action="CtlIngress.punt")
+    te.match["hdr.ethernet.dst"] = "02:00:00:00:00:31"
+    te.action["reason"] = "9"
+    te.insert()
+    up = frame(mac(4), mac(0x31), 6)
+    rig.send(2, up)
+    msg = next_stream("packet", 2).packet
+    assert msg.payload == up
+    assert {m.metadata_id: m.value for m in msg.metadata} == {info["ingress_port"]: b"\x02",
+                                                              info["reason"]: b"\x09"}
