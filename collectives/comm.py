@@ -112,7 +112,7 @@ class Communicator:
         key = (peer, self._received[peer])
         self._received[peer] += 1
         msg = self.ep.message(*key)
-        msg.post(nbytes)
+        self.ep.stats.bad_packets += msg.post(nbytes)
         return Recv(key, msg)
 
     def take(self, recv: Recv) -> bytearray:

@@ -71,10 +71,16 @@ class _State:
         return range(0, self.half) if rank < self.half else range(self.half, self.comm.size)
 
     def on_packet(self, data: memoryview, _addr, _tos: int, now: float) -> None:
+        """A reliable-broadcast packet (BTH, header, chunk, ICRC); the transport counts the
+        WireError of a malformed one."""
+        payload = wire.payload(data, data[1] >> 4 & 3, wire.RBCAST_HDR.size)
         task, root, chunk, chunks, flags = wire.RBCAST_HDR.unpack_from(data, 12)
         if task != self.task or root >= self.comm.size or chunks != self.chunks \
                 or chunk >= chunks:
             return
+        if len(payload) != self.chunk_bytes(chunk):
+            raise wire.WireError(f"chunk {chunk} of root {root}: {len(payload)} bytes, "
+                                 f"want {self.chunk_bytes(chunk)}")
         if self.heard[root]:
             self.max_gap = max(self.max_gap, now - self.last_at[root])
         self.last_heard = self.last_at[root] = now
@@ -89,13 +95,20 @@ class _State:
         if self.have[root, chunk]:
             self.duplicates += 1
             return
-        payload = data[12 + wire.RBCAST_HDR.size:len(data) - 4]
         self.place(root, chunk, payload)
 
+    def chunk_bytes(self, chunk: int) -> int:
+        return min(self.mtu, self.shard_bytes - chunk * self.mtu)
+
     def place(self, root: int, chunk: int, payload) -> None:
+        """Chunk `chunk` of `root`'s shard: exactly its size (a shorter slice assignment
+        would shrink the output buffer), else WireError and nothing changes."""
+        size = self.chunk_bytes(chunk)
+        if not 0 <= chunk < self.chunks or len(payload) != size:
+            raise wire.WireError(f"chunk {chunk} of root {root}: {len(payload)} bytes, "
+                                 f"want {size}")
         start = root * self.shard_bytes + chunk * self.mtu
-        size = min(self.mtu, self.shard_bytes - chunk * self.mtu)
-        self.out[start:start + size] = payload[:size]
+        self.out[start:start + size] = payload
         self.have[root, chunk] = True
 
     def complete(self, root: int | None = None) -> bool:
@@ -267,10 +280,19 @@ def _serve(st: _State, nxt: int, pending: list[tuple[int, list[int]]]):
 
 
 def _take_repair(st: _State, root: int, body: bytes) -> None:
+    """The predecessor's answer: (chunk u32, its bytes) after each other. A malformed one
+    (a root or chunk out of range, short bytes) is counted and the rest of it ignored."""
     pos = 0
-    while pos < len(body):
-        (chunk,) = struct.unpack_from("!I", body, pos)
-        size = min(st.mtu, st.shard_bytes - chunk * st.mtu)
-        if not st.have[root, chunk]:
-            st.place(root, chunk, body[pos + 4:pos + 4 + size])
-        pos += 4 + size
+    try:
+        while pos < len(body):
+            if root >= st.comm.size or pos + 4 > len(body):
+                raise wire.WireError(f"repair of root {root}: {len(body) - pos} bytes left")
+            (chunk,) = struct.unpack_from("!I", body, pos)
+            if chunk >= st.chunks:
+                raise wire.WireError(f"repair of root {root}: chunk {chunk} of {st.chunks}")
+            size = st.chunk_bytes(chunk)
+            if not st.have[root, chunk]:
+                st.place(root, chunk, body[pos + 4:pos + 4 + size])
+            pos += 4 + size
+    except wire.WireError:
+        st.comm.stats.bad_packets += 1

@@ -73,8 +73,9 @@ def encode(job_id: int, slot: int, seq: int, worker: int, workers: int, flags: i
 
 def decode(data) -> tuple[int, int, int, int, int, int, np.ndarray]:
     """(job_id, slot, chunk_seq, worker_id, num_workers, flags, values) of a UDP payload."""
-    if len(data) < 12 + wire.AGG_HDR.size + 4 * K + 4:
-        raise wire.WireError("aggregation packet too short")
+    if len(data) != 12 + wire.AGG_HDR.size + 4 * K + 4:
+        raise wire.WireError(f"aggregation packet of {len(data)} bytes: BTH, header, "
+                             f"{K} values and ICRC are {12 + wire.AGG_HDR.size + 4 * K + 4}")
     fields = wire.AGG_HDR.unpack_from(data, 12)
     values = np.frombuffer(data, dtype=">i4", count=K, offset=12 + wire.AGG_HDR.size)
     return (*fields[:6], values.astype(np.int32))

@@ -445,12 +445,13 @@ class RecvQP:
             data = body[16:]
             self.ep.place(self.peer, msg, va, data)
             if op == rocev2.WRITE_FIRST and len(data):
-                part = (msg, va, length, len(data))
-                self.parts[psn] = part
-                for k in range(1, -(-length // len(data))):
-                    later = self.pending.pop(wire.psn_add(psn, k), None)
-                    if later is not None:
-                        self.ep.place(self.peer, msg, va + k * len(data), memoryview(later))
+                self.parts[psn] = (msg, va, length, len(data))
+                # the later packets that overtook it (the RETH's length is the sender's word:
+                # walk what is pending, not the packets it claims)
+                packets = -(-length // len(data))
+                for later in [p for p in self.pending if 0 < wire.psn_diff(p, psn) < packets]:
+                    self.ep.place(self.peer, msg, va + wire.psn_diff(later, psn) * len(data),
+                                  memoryview(self.pending.pop(later)))
             return
         for first, (msg, va, length, mtu) in self.parts.items():
             k = wire.psn_diff(psn, first)
@@ -509,18 +510,31 @@ class Message:
         self.pending: list[tuple[int, bytes]] = []
         self.received = 0
 
-    def write(self, offset: int, data: memoryview) -> None:
+    def write(self, offset: int, data: memoryview) -> bool:
+        """Places `data` at `offset`; False (nothing written) when it falls outside the
+        posted message (a slice assignment there would resize the buffer)."""
         if self.buf is None:
             self.pending.append((offset, bytes(data)))
+        elif offset + len(data) > len(self.buf):
+            return False
         else:
             self.buf[offset:offset + len(data)] = data
         self.received += len(data)
+        return True
 
-    def post(self, nbytes: int) -> None:
+    def post(self, nbytes: int) -> int:
+        """The message's size is known: places what arrived before; returns how many of
+        those pieces fell outside it (dropped, and no longer counted as received)."""
         self.buf = bytearray(nbytes)
+        outside = 0
         for offset, data in self.pending:
-            self.buf[offset:offset + len(data)] = data
+            if offset + len(data) > nbytes:
+                outside += 1
+                self.received -= len(data)
+            else:
+                self.buf[offset:offset + len(data)] = data
         self.pending.clear()
+        return outside
 
     def complete(self) -> bool:
         return self.buf is not None and self.received >= len(self.buf)
@@ -560,6 +574,7 @@ class Endpoint:
         self._buf = bytearray(9216)
         self.active: list[SendQP] = []
         self.timeout_hooks: list[Callable[[SendQP, int], None]] = []
+        self.groups: set[bytes] = set()       # multicast groups joined (their addresses)
 
     def close(self) -> None:
         self.rx.close()
@@ -569,6 +584,7 @@ class Endpoint:
     def join(self, group: str) -> None:
         mreq = struct.pack("4s4s", socket.inet_aton(group), self.local)
         self.rx.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+        self.groups.add(socket.inet_aton(group))
 
     # ---- sending ------------------------------------------------------------------------
     def send_frame(self, dst: bytes, sport: int, roce: bytes, tos: int) -> int:
@@ -613,7 +629,8 @@ class Endpoint:
         return msg
 
     def place(self, peer: int, msg_id: int, offset: int, data: memoryview) -> None:
-        self.message(peer, msg_id).write(offset, data)
+        if not self.message(peer, msg_id).write(offset, data):
+            self.stats.bad_packets += 1
 
     def _drain(self, now: float, budget: int = 256) -> int:
         n = 0
@@ -623,24 +640,36 @@ class Endpoint:
                 size = self.rx.recv_into(self._buf)
             except BlockingIOError:
                 return n
-            # the socket filter passed only IPv4 / 20-byte header / UDP to our port
-            dst = bytes(buf[16:20])
-            if dst != self.local and not 224 <= dst[0] <= 239:
-                continue                        # another address on this host
-            packet = buf[:size]
-            data = packet[28:]
-            if not wire.icrc_ok(packet):
-                self.stats.icrc_errors += 1
-                # A NIC drops it. The project's own headers are rewritten by switches that do
-                # not update the ICRC (p4src/README.md): those go on, counted.
-                if len(data) < 1 or data[0] not in self.handlers:
-                    continue
-            addr = (socket.inet_ntoa(buf[12:16]), buf[20] << 8 | buf[21])
-            try:
-                self._dispatch(data, addr, buf[1], now)
-            except wire.WireError:
-                self.stats.bad_packets += 1
+            self.receive(buf[:size], now)
         return n + 1
+
+    def receive(self, packet: memoryview, now: float) -> None:
+        """One IP packet as the raw socket delivers it (the socket filter passed only IPv4
+        with a 20-byte header, UDP to our port, no fragments). Every length is checked
+        before a header is read and the ICRC is verified, as a NIC does; a malformed packet
+        is counted (`bad_packets`, `icrc_errors`) and dropped, never raised."""
+        if len(packet) >= 20 and packet[16:20] != self.local and not 224 <= packet[16] <= 239:
+            return                              # another address on this host
+        try:
+            wire.check_packet(packet)
+        except wire.WireError:
+            self.stats.bad_packets += 1
+            return
+        data = packet[28:]
+        if not wire.icrc_ok(packet) and not (data[0] == rocev2.RBCAST and any(
+                wire.icrc_ok(packet, group) for group in self.groups)):
+            # A NIC drops it. A multicast replica whose destination a switch rewrote to this
+            # host is checked against the group it was sent to. SwitchML's results are
+            # rewritten by switches that do not update the ICRC (p4src/README.md): those go
+            # on, counted.
+            self.stats.icrc_errors += 1
+            if data[0] != rocev2.AGGREGATION:
+                return
+        addr = (socket.inet_ntoa(packet[12:16]), packet[20] << 8 | packet[21])
+        try:
+            self._dispatch(data, addr, packet[1], now)
+        except wire.WireError:
+            self.stats.bad_packets += 1
 
     def _dispatch(self, data: memoryview, addr, tos: int, now: float) -> None:
         op, pad, qpn, psn, ackreq, _becn = wire.parse_bth(data)
@@ -653,15 +682,17 @@ class Endpoint:
         if src is None or peer != src or peer >= len(self.peers):
             raise wire.WireError(f"QPN {qpn:#x} from {addr[0]} is not a QP of a known rank")
         if op in wire.DATA_OPS and kind == KIND_DATA:
+            # a first WRITE packet carries its RETH: checked here, before any state changes
+            body = wire.payload(data, pad)
+            if op in wire.RETH_OPS and len(body) < wire.RETH_HDR.size:
+                raise wire.WireError(f"RDMA WRITE {op:#x} of {len(body)} bytes has no RETH")
             qp = self.recvqps.get(qpn)
             if qp is None:
                 qp = self.recvqps[qpn] = RecvQP(self, peer, idx)
-            end = len(data) - 4 - pad
-            if end < 12:
-                raise wire.WireError("padding longer than the payload")
-            qp.on_data(op, psn, ackreq, data[12:end], addr[1], tos & wire.ECN_MASK == wire.ECN_CE,
-                       now)
-        elif op == rocev2.ACKNOWLEDGE and kind == KIND_ACK and len(data) >= 20:
+            qp.on_data(op, psn, ackreq, body, addr[1], tos & wire.ECN_MASK == wire.ECN_CE, now)
+        elif op == rocev2.ACKNOWLEDGE and kind == KIND_ACK:
+            if len(data) != 12 + wire.AETH_HDR.size + 4:
+                raise wire.WireError(f"ACK of {len(data)} bytes: BTH + AETH + ICRC is 20")
             sqp = self.sendqps.get((peer, idx))
             if sqp is not None:
                 sqp.on_ack(psn, wire.AETH_HDR.unpack_from(data, 12)[0] >> 24, now)

@@ -33,6 +33,7 @@ LAST_OPS = (SEND_LAST, SEND_ONLY, WRITE_LAST, WRITE_ONLY)
 SEND_OPS = (SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY)
 WRITE_OPS = (WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY)
 DATA_OPS = frozenset(SEND_OPS + WRITE_OPS)
+RETH_OPS = (WRITE_FIRST, WRITE_ONLY)       # the packets of a WRITE that carry its RETH
 
 ECN_MASK, ECN_ECT0, ECN_CE = 0x03, 0x02, 0x03
 
@@ -124,9 +125,33 @@ def icrc(ip_udp: bytes, roce: bytes) -> bytes:
     return crc.to_bytes(4, "little")
 
 
-def icrc_ok(packet: bytes | memoryview) -> bool:
-    """Whether an IPv4 packet (20-byte header, UDP, RoCE, ICRC) carries the right ICRC."""
-    return len(packet) >= 48 and icrc(bytes(packet[:28]), packet[28:-4]) == packet[-4:]
+def icrc_ok(packet: bytes | memoryview, dst: bytes | None = None) -> bool:
+    """Whether an IPv4 packet (20-byte header, UDP, RoCE, ICRC) carries the right ICRC;
+    with `dst`, the ICRC it would carry had it been sent to `dst` (a multicast replica whose
+    destination a switch rewrote to the member's address, p4src/README.md)."""
+    if len(packet) < MIN_PACKET:
+        return False
+    head = bytes(packet[:28])
+    if dst is not None:
+        head = head[:16] + dst + head[20:]
+    return icrc(head, packet[28:-4]) == packet[-4:]
+
+
+MIN_PACKET = 20 + 8 + 12 + 4       # IPv4, UDP, BTH, ICRC
+
+
+def check_packet(packet: bytes | memoryview) -> None:
+    """The lengths of a received IPv4/UDP/RoCEv2 packet before anything reads it: the IP
+    total length and the UDP length must be the bytes received, and a BTH and an ICRC must
+    fit. (Header version, IHL, protocol, port and fragments are the socket filter's.)
+    Raises WireError; the per-opcode lengths are checked where each header is read."""
+    size = len(packet)
+    if size < MIN_PACKET:
+        raise WireError(f"{size} bytes is too short for IPv4, UDP, BTH and ICRC")
+    total = packet[2] << 8 | packet[3]
+    udp_len = packet[24] << 8 | packet[25]
+    if total != size or udp_len != size - 20:
+        raise WireError(f"IP length {total} / UDP length {udp_len} for {size} bytes received")
 
 
 def frame(src: bytes, dst: bytes, sport: int, ip_id: int, tos: int, roce: bytes,
@@ -144,3 +169,14 @@ def parse_bth(data: bytes) -> tuple[int, int, int, int, bool, bool]:
     if flags & 0x0F:
         raise WireError(f"BTH transport header version {flags & 0x0F} is not 0")
     return op, (flags >> 4) & 3, qp & PSN_MASK, apsn & PSN_MASK, bool(apsn >> 31), bool(qp >> 30 & 1)
+
+
+def payload(data, pad: int, header: int = 0) -> memoryview:
+    """The payload of a UDP payload `data` (BTH onwards, ICRC last) after the BTH and
+    `header` more bytes of extension headers, without the BTH's `pad` bytes. Raises
+    WireError when the packet is too short for them."""
+    end = len(data) - 4 - pad
+    if end < 12 + header:
+        raise WireError(f"{len(data)} bytes with {pad} bytes of padding is too short for "
+                        f"BTH + {header} header bytes + ICRC")
+    return memoryview(data)[12 + header:end]
