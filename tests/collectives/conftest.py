@@ -36,23 +36,29 @@ class BridgeNet:
         return prog
 
 
+def make_bridge_net(factory, n: int, addresses: list[str] | None = None,
+                    prefix: int = 24) -> BridgeNet:
+    """n ranks 10.77.0.1.. (or `addresses`, all on-link through a /`prefix`) around a bridge,
+    each in a namespace `factory` (tests.conftest.NetnsFactory) makes and later removes."""
+    br_ns = factory.netns("cbr")
+    sh("ip", "-n", br_ns, "link", "add", "br0", "type", "bridge", "mcast_snooping", "0")
+    sh("ip", "-n", br_ns, "addr", "add", "10.77.0.254/24", "dev", "br0")
+    sh("ip", "-n", br_ns, "link", "set", "br0", "up")
+    namespaces, ips, devs = [], [], []
+    for r in range(n):
+        ns = factory.netns(f"cr{r}")
+        ip = addresses[r] if addresses else f"10.77.0.{r + 1}"
+        dev, peer = unique_name("cr"), unique_name("cb")
+        factory.veth(ns, br_ns, f"{ip}/{prefix}", None, dev, peer)
+        sh("ip", "-n", br_ns, "link", "set", peer, "master", "br0")
+        namespaces.append(ns)
+        ips.append(ip)
+        devs.append(dev)
+    return BridgeNet(br_ns, namespaces, ips, devs)
+
+
 @pytest.fixture
 def bridge_net(netns_factory):
     def make(n: int, addresses: list[str] | None = None, prefix: int = 24) -> BridgeNet:
-        """n ranks 10.77.0.1.. (or `addresses`, all on-link through a /`prefix`)."""
-        br_ns = netns_factory.netns("cbr")
-        sh("ip", "-n", br_ns, "link", "add", "br0", "type", "bridge", "mcast_snooping", "0")
-        sh("ip", "-n", br_ns, "addr", "add", "10.77.0.254/24", "dev", "br0")
-        sh("ip", "-n", br_ns, "link", "set", "br0", "up")
-        namespaces, ips, devs = [], [], []
-        for r in range(n):
-            ns = netns_factory.netns(f"cr{r}")
-            ip = addresses[r] if addresses else f"10.77.0.{r + 1}"
-            dev, peer = unique_name("cr"), unique_name("cb")
-            netns_factory.veth(ns, br_ns, f"{ip}/{prefix}", None, dev, peer)
-            sh("ip", "-n", br_ns, "link", "set", peer, "master", "br0")
-            namespaces.append(ns)
-            ips.append(ip)
-            devs.append(dev)
-        return BridgeNet(br_ns, namespaces, ips, devs)
+        return make_bridge_net(netns_factory, n, addresses, prefix)
     return make

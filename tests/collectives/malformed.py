@@ -146,16 +146,24 @@ def stream(seed: int, ranks: list[str], count: int, group: str = mcast.DEFAULT_G
 
 
 def send(spec: dict) -> int:
-    """Sends spec["count"] packets of `stream` at spec["rate"] per second (raw IP socket,
-    IP_HDRINCL; multicast through spec["via"]); returns how many went out."""
+    """Sends up to spec["count"] packets of `stream` at spec["rate"] per second (raw IP
+    socket, IP_HDRINCL; multicast through the address spec["via"]), from when the file
+    spec["start_when"] exists (a rank's result of its first run: the ranks are inside their
+    collectives) until spec["stop_when"] exists; returns how many went out."""
     tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, _ip(spec["via"]))
+    start, stop = Path(spec["start_when"]), Path(spec["stop_when"])
+    deadline = time.monotonic() + spec.get("timeout", 300.0)
+    while not start.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
     gap = 1.0 / spec["rate"]
-    due = time.monotonic() + spec.get("delay", 0.0)
+    due = time.monotonic()
     sent = 0
     for _dst, pkt in stream(spec["seed"], spec["ranks"], spec["count"]):
         while (now := time.monotonic()) < due:
             time.sleep(due - now)
+        if sent % 64 == 0 and (stop.exists() or now > deadline):
+            break
         due += gap
         tx.sendto(pkt, (socket.inet_ntoa(pkt[16:20]), 0))
         sent += 1

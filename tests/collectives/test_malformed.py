@@ -147,14 +147,17 @@ def test_malformed_stream_never_raises(ep):
 def test_malformed_packets_during_collectives(bridge_net, tmp_path):
     """An injector beside the bridge sends truncated, mutated and re-signed packets, seemingly
     from the other ranks, to every rank and to the multicast group while the ranks run
-    ring, halving-doubling, multicast Allgather and all-to-all: every rank counts them, stays
-    up, and every result is exact."""
+    ring, halving-doubling, multicast Allgather and all-to-all (from the end of a first
+    all-reduce to the end of the last run): every rank counts them, stays up, and every
+    result is exact."""
     net = bridge_net(4)
     plan = runs([120_001], dtypes=("int32",),
-                algos=[ALL[0], ALL[1], ("allgather", "multicast"), ("alltoall", "direct")])
+                algos=[ALL[0], ALL[0], ALL[1], ("allgather", "multicast"), ("alltoall", "direct")])
     spec = tmp_path / "inject.json"
-    spec.write_text(json.dumps({"seed": 9, "ranks": net.ips, "count": 3000, "rate": 1500,
-                                "via": net.bridge_ip, "delay": 0.5}))
+    spec.write_text(json.dumps({"seed": 9, "ranks": net.ips, "count": 20_000, "rate": 2000,
+                                "via": net.bridge_ip,
+                                "start_when": str(tmp_path / "run0_rank0.npy"),
+                                "stop_when": str(tmp_path / f"run{len(plan) - 1}_rank0.npy")}))
     injector = []
 
     def during():
@@ -165,8 +168,8 @@ def test_malformed_packets_during_collectives(bridge_net, tmp_path):
     rows = launch(net.ips, plan, namespaces=net.namespaces, out_dir=tmp_path, timeout=120,
                   during=during)
     out, _ = injector[0].communicate(timeout=30)
-    assert injector[0].returncode == 0 and int(out) == 3000
+    assert injector[0].returncode == 0 and int(out) > 0
     assert_results(rows, plan, 4, tmp_path)
     counted = {r: sum(row["bad_packets"] + row["icrc_errors"] for row in rows if row["rank"] == r)
                for r in range(4)}
-    assert all(counted[r] > 0 for r in range(4)), counted
+    assert all(counted[r] > 0 for r in range(4)), (counted, int(out))
