@@ -3,6 +3,13 @@ it ran, what it measured and how many failures it saw (crashes, divergences, los
 duplicated entries, inexact results); the run exits 1 when any row has a failure.
 
 Sections (each a function returning rows; `--only NAME` runs some of them):
+  fuzz          fabric.p4 configured as the demo configures it (tests/p4switch/fabric_fuzz.py:
+                routes, ECMP hashed and sprayed, pins, a slice, a lossy multicast group,
+                SwitchML and NetReduce jobs) on a leaf, a spine and a spraying leaf; frames
+                made from valid packets of every kind, kept, truncated or mutated, through the
+                Python and the native backend frame by frame: per backend, frames, crashes,
+                divergences from the Python backend (outputs, then counters and registers),
+                the process's memory growth after a fifth of the frames
   bad_packets   truncated, mutated and re-signed RoCEv2 / 0xC0 / 0xC1 packets sent to 4
                 namespaced ranks during ring, halving-doubling, multicast Allgather and
                 all-to-all (tests/collectives/malformed.py): packets sent, counted by the
@@ -24,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "collectives"))
+sys.path.insert(0, str(ROOT / "tests" / "p4switch"))
 
 from tabulate import tabulate  # noqa: E402
 
@@ -94,7 +102,46 @@ def bad_packets(args) -> list[Row]:
         factory.cleanup()
 
 
+def fuzz(args) -> list[Row]:
+    """fabric.p4 configured, fuzzed on both p4switch backends."""
+    import fabric_fuzz  # noqa: PLC0415  (tests/p4switch)
+
+    import p4switch  # noqa: PLC0415
+    from p4switch.native import available  # noqa: PLC0415
+
+    backends = ("python", "native") if available() else ("python",)
+    compiled = p4switch.compile_program(str(fabric_fuzz.FABRIC_P4))
+    per = -(-args.fuzz_frames // len(fabric_fuzz.SWITCHES))
+    reports = []
+    for mode, name in fabric_fuzz.SWITCHES:
+        reports.append(fabric_fuzz.fuzz(compiled, mode, name, per, seed=args.seed,
+                                        backends=backends))
+        r = reports[-1]
+        if r.first_divergence:
+            kind, port, frame, outs = r.first_divergence
+            print(f"fuzz: {r.switch}: first divergence: {kind} frame on port {port}: {frame}\n"
+                  f"      outputs: {outs}", file=sys.stderr)
+    frames = sum(r.frames for r in reports)
+    rows = []
+    for b in backends:
+        crashes = sum(r.crashes[b] for r in reports)
+        divergences = sum(r.divergences for r in reports) if b != backends[0] else 0
+        unequal = sum(not r.state_equal for r in reports) if b != backends[0] else 0
+        seconds = sum(r.seconds[b] for r in reports)
+        growth = max(r.rss_growth_kib[b] for r in reports)
+        rows.append(Row(f"fuzz configured fabric.p4 ({b})",
+                        f"{frames:,} frames on {len(reports)} switches",
+                        f"{crashes} crashed, {divergences} diverged, "
+                        f"{unequal} with other counters/registers, RSS +{growth:,} KiB, "
+                        f"{frames / seconds:,.0f} frames/s", crashes + divergences + unequal))
+    if len(backends) == 1:
+        rows.append(Row("fuzz configured fabric.p4 (native)", "skipped",
+                        "no C compiler for the native backend", 0))
+    return rows
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
+    "fuzz": fuzz,
     "bad_packets": bad_packets,
 }
 
@@ -104,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS), help="sections to run")
     ap.add_argument("--bad-packets", type=int, default=20_000,
                     help="malformed packets sent to the ranks")
+    ap.add_argument("--fuzz-frames", type=int, default=100_000,
+                    help="frames through each backend of the configured fabric.p4")
+    ap.add_argument("--seed", type=int, default=1, help="the fuzz frames' seed")
     args = ap.parse_args(argv)
     rows: list[Row] = []
     for name, section in SECTIONS.items():

@@ -5,7 +5,6 @@ The generated module does `from p4switch.engine import *`; `_S` (the packet bein
 `_LOG` and `_log` are then rebound per switch in that module's namespace."""
 from __future__ import annotations
 
-import random as _random_mod
 import zlib
 
 __all__ = ["_Reject", "_Exit", "_Packet", "_Stack", "_BitChunk", "_ix", "_shl", "_div", "_mod",
@@ -209,12 +208,43 @@ def _hash(algo: str, data: bytes) -> int:
     if algo == "identity":
         return int.from_bytes(data, "big")
     if algo == "random":
-        return _random_mod.getrandbits(32)
+        return _RNG.next() & 0xFFFFFFFF
     raise ValueError(f"unknown hash algorithm {algo}")
 
 
+class Rng:
+    """xorshift64 (shifts 13, 7, 17) from a fixed seed: the generator of the native backend
+    too (native/runtime.h takes SEED from here), so that a switch on either backend draws
+    the same numbers from its start, and a run can be compared packet for packet."""
+
+    SEED = 0x9E3779B97F4A7C15
+    MASK = (1 << 64) - 1
+
+    def __init__(self) -> None:
+        self.x = self.SEED
+
+    def next(self) -> int:
+        x = self.x
+        x ^= x << 13 & self.MASK
+        x ^= x >> 7
+        x ^= x << 17 & self.MASK
+        self.x = x
+        return x
+
+    def random(self, lo: int, hi: int) -> int:
+        """v1model random(): uniform in lo..hi, as native/runtime.h's p4_random draws it."""
+        return lo if hi <= lo else lo + self.next() % (hi - lo + 1)
+
+    def hash(self, algo: str, data: bytes) -> int:
+        """_hash with HashAlgorithm.random drawn from this generator."""
+        return self.next() & 0xFFFFFFFF if algo == "random" else _hash(algo, data)
+
+
+_RNG = Rng()               # the module's own; every switch rebinds _random to its own Rng
+
+
 def _random(lo: int, hi: int) -> int:
-    return lo if hi <= lo else _random_mod.randint(lo, hi)
+    return _RNG.random(lo, hi)
 
 
 def _format(msg: str, values) -> str:

@@ -9,7 +9,7 @@ from collections import namedtuple
 
 from . import engine
 from .compiler import Program, pyname
-from .engine import PacketState, _Exit, _Packet, _Reject, join_chunks
+from .engine import PacketState, Rng, _Exit, _Packet, _Reject, join_chunks
 from .stateful import Counter, DirectMeter, Meter, MeterState, Register, ValueSet
 from .tables import ActionProfile, Entry, Table
 
@@ -35,6 +35,11 @@ class Pipeline:
         self.program, self.p4info, self.cpu_port = program, p4info, cpu_port
         ns: dict = {}
         exec(compile(program.source, "<p4switch program>", "exec"), ns)  # noqa: S102
+        # random() and HashAlgorithm.random draw from this switch's own generator
+        self.rng = Rng()
+        ns["_random"] = self.rng.random
+        if "_hash('random'" in program.source:
+            ns["_hash"] = self.rng.hash
         self.ns = ns
         self.cur = None
         self.mc_groups: dict[int, list[tuple[int, int]]] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..engine import Rng
 from . import deparser, headers, parser, pipeline
 from .codegen import CodeGen, arg_words
 from .lowered import Lowered, Retry, Struct, Unsupported
@@ -74,7 +75,8 @@ def generate(program) -> str:
             st.members[f"f{i}"] = k
         tuples.append(st)
     order = headers.type_order(low, tuples)
-    out = [(HERE / "runtime.h").read_text(), "/* ---- generated types */"]
+    out = [f"#define P4_RNG_SEED {Rng.SEED:#x}ULL", (HERE / "runtime.h").read_text(),
+           "/* ---- generated types */"]
     for st in order:
         out.append(headers.declare(st, gen.ctype))
     frames = sorted(set(gen.digest_frames))

@@ -96,7 +96,7 @@ static inline i128 p4_ix(i128 i, i128 size) { return (i >= 0 && i < size) ? i : 
 static inline i128 p4_min(i128 a, i128 b) { return a < b ? a : b; }
 static inline i128 p4_max(i128 a, i128 b) { return a > b ? a : b; }
 
-static uint64_t RNG = 0x9E3779B97F4A7C15ULL;
+static uint64_t RNG = P4_RNG_SEED;     /* engine.Rng.SEED: both backends draw alike */
 static inline uint64_t rng_next(void) { RNG ^= RNG << 13; RNG ^= RNG >> 7; RNG ^= RNG << 17; return RNG; }
 static inline i128 p4_random(i128 lo, i128 hi) { return hi <= lo ? lo : lo + (i128)(rng_next() % (uint64_t)(hi - lo + 1)); }
 

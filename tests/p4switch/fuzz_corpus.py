@@ -1,6 +1,7 @@
 """The fuzz corpus shared by test_core_fuzz.py (nothing raises) and test_native_diff.py (both
 backends agree): programs with every parser path, and a seeded stream of random, truncated and
-corrupted packets."""
+corrupted packets. fabric.p4 is fuzzed configured, with its own frames (fabric_fuzz.py): with
+empty tables it drops every frame at the first table."""
 from __future__ import annotations
 
 import random
@@ -10,10 +11,9 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 HERE = Path(__file__).parent
-P4SRC = HERE.parents[1] / "p4src"
 PROGRAMS = [HERE / "core_programs" / "l3_three_tables.p4", HERE / "core_programs" / "varbit_options.p4",
             HERE / "stf" / "header_stack_parse.p4", HERE / "stf" / "select_tuple.p4",
-            HERE / "stf" / "lookahead.p4"] + sorted(P4SRC.glob("*.p4"))
+            HERE / "stf" / "lookahead.p4"]
 
 
 def fuzz_packets(seed: int, count: int):
