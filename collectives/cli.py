@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -11,6 +12,10 @@ from .launch import LaunchError, launch
 from .lb import POLICIES
 from .results import read_jsonl, summary, write_jsonl
 from .runner import ALGORITHMS, DTYPES
+from .train import ALGOS as TRAIN_ALGOS
+from .train import TrainConfig
+from .train_launch import consistent, plot, train_all
+from .train_launch import table as train_table
 from .transport import RELIABILITY
 
 SIZE_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
@@ -123,6 +128,11 @@ def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy,
 
 
 def _topology_ips(path: str, ranks: int | None) -> list[str]:
+    return [h.ip for h in _topology_hosts(path, ranks)]
+
+
+def _topology_hosts(path: str, ranks: int | None) -> list:
+    """The first `ranks` hosts of the topology file (all without), in rank order."""
     try:
         topo = load(path)
     except (TopologyError, OSError) as exc:
@@ -131,7 +141,7 @@ def _topology_ips(path: str, ranks: int | None) -> list[str]:
     if ranks and ranks > len(hosts):
         raise click.BadParameter(f"the topology has {len(hosts)} hosts, not {ranks}",
                                  param_hint="--ranks")
-    return [h.ip for h in hosts[:ranks or len(hosts)]]
+    return hosts[:ranks or len(hosts)]
 
 
 @main.command()
@@ -139,3 +149,65 @@ def _topology_ips(path: str, ranks: int | None) -> list[str]:
 def table(path):
     """Print the summary table of a result JSON-lines file."""
     click.echo(summary(read_jsonl(path)))
+
+
+@main.command()
+@click.option("--topology", type=click.Path(exists=True, dir_okay=False), required=True,
+              help="Topology file (controller/topologies): the ranks' hosts (names, addresses) "
+                   "that fabricd's aggregation jobs are made of.")
+@click.option("--ranks", type=click.IntRange(2), help="The first N hosts [default: all].")
+@click.option("--netns", "namespaces", help="Comma-separated namespaces, one per rank.")
+@click.option("--fabricd", help="fabricd's address: it sets up the NetReduce and SwitchML jobs.")
+@click.option("--algos", default=",".join(TRAIN_ALGOS), show_default=True,
+              help="Comma-separated all-reduce algorithms, one training run each.")
+@click.option("--epochs", type=click.IntRange(1), default=TrainConfig.epochs, show_default=True)
+@click.option("--batch", type=click.IntRange(1), default=TrainConfig.batch, show_default=True,
+              help="Samples per rank per step (the global batch is ranks times this).")
+@click.option("--hidden", type=click.IntRange(1), default=TrainConfig.hidden, show_default=True,
+              help="Hidden units of the MLP (64 -> hidden -> 10).")
+@click.option("--lr", type=click.FloatRange(0, min_open=True), default=TrainConfig.lr,
+              show_default=True)
+@click.option("--seed", type=int, default=TrainConfig.seed, show_default=True,
+              help="Initial parameters, the train/test split and the order of the samples.")
+@click.option("--link-mbps", type=click.FloatRange(0, min_open=True),
+              help="The fabric's link rate: sizes SwitchML's pool and timer as SwitchML does.")
+@click.option("--min-rto", type=click.FloatRange(0.001),
+              help="The RC transport's minimum retransmission timeout in s.")
+@click.option("--port", type=click.IntRange(1, 65535), default=18515, show_default=True,
+              help="TCP rendezvous port on rank 0.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default="out/train.png",
+              show_default=True, help="The PNG of loss, test accuracy and time per step.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Append the epoch rows here.")
+def train(topology, ranks, namespaces, fabricd, algos, epochs, batch, hidden, lr, seed,
+          link_mbps, min_rto, port, plot_path, out):
+    """Train the digits MLP data parallel, once per all-reduce algorithm (same seed and
+    epochs), and compare loss, test accuracy and time per step."""
+    hosts = _topology_hosts(topology, ranks)
+    ns_list = _split(namespaces)
+    if ns_list and len(ns_list) != len(hosts):
+        raise click.BadParameter(f"{len(ns_list)} namespaces for {len(hosts)} ranks",
+                                 param_hint="--netns")
+    algo_list = _split(algos)
+    bad = [a for a in algo_list if a not in TRAIN_ALGOS]
+    if bad or not algo_list:
+        raise click.BadParameter(f"unknown all-reduce {bad}; choose from {list(TRAIN_ALGOS)}",
+                                 param_hint="--algos")
+    if not fabricd and set(algo_list) - {"ring"}:
+        raise click.BadParameter("netreduce and switchml aggregate in the switches: fabricd "
+                                 "sets up their jobs", param_hint="--fabricd")
+    cfg = TrainConfig(epochs=epochs, batch=batch, hidden=hidden, lr=lr, seed=seed)
+    try:
+        rows = train_all([h.ip for h in hosts], [h.name for h in hosts], cfg, algo_list,
+                         namespaces=ns_list or None, fabricd=fabricd, link_mbps=link_mbps,
+                         transport={"min_rto": min_rto} if min_rto else None, port=port)
+    except (LaunchError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if out:
+        write_jsonl(rows, out)
+    click.echo(train_table(rows))
+    plot(rows, Path(plot_path), f"digits MLP, {len(hosts)} ranks, {epochs} epochs, batch "
+                                f"{batch} per rank, seed {seed}")
+    click.echo(f"plot: {plot_path}")
+    if not consistent(rows):
+        raise click.ClickException("the ranks of a run ended an epoch with different "
+                                   "parameters")

@@ -93,11 +93,12 @@ def launch(ips: list[str], runs: list[dict], *, namespaces: list[str | None] | N
            port: int = 18515, out_dir: str | Path | None = None, timeout: float = 120.0,
            step_timeout: float = 60.0, join_timeout: float = 15.0,
            topology: str | None = None, fabricd: str | None = None,
-           during=None) -> list[dict]:
+           during=None, program: str = "collectives.runner") -> list[dict]:
     """Runs `runs` (dicts: collective, algo, dtype, elements[, seed, options]) on every rank;
     returns every rank's result rows. A failing rank raises LaunchError with its stderr.
     `fabricd`: its address, from which Ethereal learns the installed fabric. `during`: called
-    once the ranks run (the demo's failure injection)."""
+    once the ranks run (the demo's failure injection). `program`: the module each rank runs
+    with the spec (collectives.train: a training run, its `runs` training configurations)."""
     namespaces = namespaces or [None] * len(ips)
     if len(namespaces) != len(ips):
         raise ValueError(f"{len(namespaces)} namespaces for {len(ips)} rank addresses")
@@ -120,7 +121,7 @@ def launch(ips: list[str], runs: list[dict], *, namespaces: list[str | None] | N
                     "out": str(out_dir) if out_dir else None}
             path = Path(tmp) / f"rank{rank}.json"
             path.write_text(json.dumps(spec))
-            cmd = [sys.executable, "-m", "collectives.runner", str(path)]
+            cmd = [sys.executable, "-m", program, str(path)]
             if ns:
                 cmd = ["ip", "netns", "exec", ns, *cmd]
             err = open(Path(tmp) / f"rank{rank}.err", "w")  # noqa: SIM115 - closed below

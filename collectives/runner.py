@@ -89,16 +89,19 @@ def transport_config(spec: dict) -> TransportConfig:
     return TransportConfig(**opts)
 
 
-def run_spec(spec: dict) -> list[dict]:
-    tcfg = transport_config(spec)
-    rank = spec["rank"]
+def communicator(spec: dict) -> Communicator:
+    """This rank's communicator as the launcher's spec describes it (joins rank 0)."""
     topo, hosts = topology_hosts(spec.get("topology"), spec["ips"])
     routing = installed_routing(topo, spec.get("fabric"))
-    comm = Communicator(CommConfig(spec["ips"], rank, tcfg, spec.get("policy", "ecmp"),
-                                   spec.get("qps", 1), spec.get("seed", 0),
-                                   spec.get("port", 18515), spec.get("timeout", 60.0),
-                                   spec.get("join_timeout", 15.0), topo, hosts,
-                                   spec.get("dev"), routing))
+    return Communicator(CommConfig(spec["ips"], spec["rank"], transport_config(spec),
+                                   spec.get("policy", "ecmp"), spec.get("qps", 1),
+                                   spec.get("seed", 0), spec.get("port", 18515),
+                                   spec.get("timeout", 60.0), spec.get("join_timeout", 15.0),
+                                   topo, hosts, spec.get("dev"), routing))
+
+
+def run_spec(spec: dict) -> list[dict]:
+    comm = communicator(spec)
     out_dir = Path(spec["out"]) if spec.get("out") else None
     rows = []
     try:

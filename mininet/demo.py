@@ -31,6 +31,7 @@ from report import HEADERS, MTU, plot, table
 from collectives.cli import parse_size
 from collectives.launch import LaunchError, policy_program
 from collectives.runner import ALGORITHMS
+from collectives.train import TrainConfig
 from fabricmodel.topology import TopologyError, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,7 +180,13 @@ def _drain_rto(depth: int, mbps: float) -> float:
               help="The collective/algo the link fails under.")
 @click.option("--ideas/--no-ideas", default=True, show_default=True,
               help="Part two: Multicast Allgather, NetReduce and vClos next to their "
-                   "baselines, on their own fabric (--ideas-topology).")
+                   "baselines, and a training run over them, on their own fabric "
+                   "(--ideas-topology).")
+@click.option("--train/--no-train", default=True, show_default=True,
+              help="Part two's training run: the digits MLP over ring, NetReduce and SwitchML "
+                   "(out/train.png).")
+@click.option("--train-epochs", type=click.IntRange(1), default=TrainConfig.epochs,
+              show_default=True, help="Epochs of each training run.")
 @click.option("--part-one/--no-part-one", default=True, show_default=True,
               help="Part one: the load-balancing policies (--no-part-one runs only part two).")
 @click.option("--ideas-only", default=",".join(part2.IDEAS), show_default=True,
@@ -204,9 +211,9 @@ def _drain_rto(depth: int, mbps: float) -> float:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out", show_default=True)
 def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth, window,
-         ack_every, reliability, min_rto, failures, failure_collective, ideas, part_one, ideas_only,
-         ideas_topology, ideas_size, ideas_link_mbps, vclos_seeds, vclos_repeats, cli, pcap,
-         switch_logs, out_dir):
+         ack_every, reliability, min_rto, failures, failure_collective, ideas, train,
+         train_epochs, part_one, ideas_only, ideas_topology, ideas_size, ideas_link_mbps,
+         vclos_seeds, vclos_repeats, cli, pcap, switch_logs, out_dir):
     """Run collectives under four load-balancing policies on an emulated P4 fabric."""
     missing = missing_tools(target)
     if missing:
@@ -224,7 +231,10 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
             policy_program(policy)
     except LaunchError as err:
         raise click.ClickException(str(err)) from None
-    ideas_list = _choices(ideas_only, part2.IDEAS, "part-two experiment")
+    ideas_list = [i for i in _choices(ideas_only, part2.IDEAS, "part-two experiment")
+                  if train or i != "train"]
+    if ideas and not ideas_list:
+        raise click.UsageError("--no-train leaves part two nothing to run")
     if not part_one and not ideas:
         raise click.UsageError("--no-part-one --no-ideas leaves nothing to run")
     (failure_pair,) = _collectives(failure_collective)
@@ -249,7 +259,8 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
                                "ack_every": ack_every,
                                "min_rto": min_rto or _drain_rto(queue_depth, ideas_link_mbps)},
                               parse_size(ideas_size) // 4, seeds=tuple(range(vclos_seeds)),
-                              repeats=vclos_repeats, ideas=tuple(ideas_list))
+                              repeats=vclos_repeats, ideas=tuple(ideas_list),
+                              train=TrainConfig(epochs=train_epochs))
         except LaunchError as err:
             raise click.ClickException(f"a collective failed: {err}") from None
     title = (f"{topo.name}, {len(topo.hosts)} ranks, {size} per rank, {reliability}, "

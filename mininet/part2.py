@@ -19,6 +19,7 @@ from fabricd_proc import Fabricd
 from host_nic import pace_nics
 from ideas import Ranks
 
+from collectives.train import TrainConfig
 from controller.proto import fabric_pb2 as api
 from controller.proto import fabric_pb2_grpc
 from fabricmodel.topology import load
@@ -87,20 +88,22 @@ def running_fabric(topology: Path, log_dir: Path, link_mbps: float, queue_depth:
         net.stop()
 
 
-IDEAS = ("mcast", "fsdp", "netreduce", "vclos")
+IDEAS = ("mcast", "fsdp", "netreduce", "vclos", "train")
 
 
 def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, target: str,
         compiler: str | None, transport: dict, elements: int,
         seeds: tuple[int, ...] = (0, 1, 2), repeats: int = 3,
-        ideas: tuple[str, ...] = IDEAS) -> list[list[str]]:
+        ideas: tuple[str, ...] = IDEAS, train: TrainConfig | None = None) -> list[list[str]]:
     """The ideas on the 8-host fabric: Multicast Allgather ("mcast"), its FSDP case ("fsdp"),
-    NetReduce next to ring and SwitchML ("netreduce"), vClos ("vclos"), or those of `ideas`.
-    Prints their tables, writes out/mcast-allgather.png and out/vclos.png, returns the
-    ideas-table rows."""
+    NetReduce next to ring and SwitchML ("netreduce"), vClos ("vclos"), a training run over
+    ring, NetReduce and SwitchML ("train", `train` its configuration), or those of `ideas`.
+    Prints their tables, writes out/mcast-allgather.png, out/vclos.png and out/train.png,
+    returns the ideas-table rows."""
     import click
     import idea_fsdp
     import idea_mcast
+    import idea_train
     import idea_vclos
     from ideas import fabric_link_bytes, link_table, netreduce, summary
 
@@ -110,7 +113,7 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
     topo = load(topology)
     click.echo(f"\ndemo: part two on {topo.name}: {len(topo.switches)} {target} switches, "
                f"{len(topo.hosts)} hosts, links at {link_mbps:g} Mbit/s")
-    traffic = fsdp = nr_runs = vc = None
+    traffic = fsdp = nr_runs = vc = trained = None
     rows = []
     with running_fabric(topology, out_dir / "logs-part2", link_mbps, queue_depth, transport,
                         target=target, compiler=compiler) as fab:
@@ -128,6 +131,8 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
             rows += nr_rows
         if "vclos" in ideas:
             vc = idea_vclos.experiment(fab, elements, seeds, repeats)
+        if "train" in ideas:
+            trained = idea_train.experiment(fab, train or TrainConfig(), out_dir / "train.png")
     title = f"{topo.name}, links {link_mbps:g} Mbit/s"
     if traffic:
         click.echo(f"\nMulticast Allgather: bytes on every link of the fabric, {n} ranks "
@@ -154,4 +159,5 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
     if fsdp:
         rows += [["Multicast Allgather (FSDP)", c.label, str(n), f"{c.rs_cct_s * 1e3:.1f}",
                   "-", "yes" if c.exact else "NO"] for c in fsdp]
-    return rows + (idea_vclos.summary_rows(vc) if vc else [])
+    rows += idea_vclos.summary_rows(vc) if vc else []
+    return rows + (idea_train.summary_rows(trained) if trained else [])
