@@ -103,6 +103,7 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, gr
     from ..runtime.server import serve
     from .control import ControlServer
     from .device import Device
+    from .link_monitor import LinkMonitor
     from .log import EventLog
     from .traffic_manager import TrafficManager
 
@@ -143,6 +144,8 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, gr
         signal.signal(sig, lambda *_: stop.set())
     control = ControlServer(control_socket, tm) if control_socket else None
     device.start()
+    links = LinkMonitor(device.ports, service.port_status)
+    links.start()
     host = grpc_addr.rsplit(":", 1)[0]
     warning = plaintext_warning(grpc_addr, tls)
     if warning:
@@ -155,6 +158,7 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, gr
         pass
     print("p4switch: shutting down", file=sys.stderr, flush=True)
     server.stop(grace=0.5).wait()
+    links.stop()
     if control:
         control.close()
     device.stop()

@@ -25,12 +25,24 @@ class ProfileState:
     refs: collections.Counter = field(default_factory=collections.Counter)  # ('m'|'g', id)
     next_hidden: int = ONE_SHOT_BASE
     hidden_groups: dict[int, list[int]] = field(default_factory=dict)  # group -> members
+    # per group (also hidden ones): (member id, weight, watched port or None) as written
+    spans: dict[int, list[tuple[int, int, int | None]]] = field(default_factory=dict)
+
+
+def _watched(m) -> int | None:
+    """The port a group member (or one-shot action) watches: `watch_port` (bytes, 1.4) or the
+    deprecated `watch` (int); None when it watches none."""
+    which = m.WhichOneof("watch_kind")
+    if which == "watch_port":
+        return int.from_bytes(m.watch_port, "big")
+    return m.watch if which == "watch" else None
 
 
 class ProfileStore:
-    def __init__(self, schema: Schema, sw):
+    def __init__(self, schema: Schema, sw, down_ports: set[int] = frozenset()):
         self.schema, self.sw = schema, sw
         self.state = {pid: ProfileState() for pid in schema.profiles}
+        self.down: set[int] = set(down_ports)    # ports whose members leave their groups
 
     # --- members ---------------------------------------------------------------------------
     def write_member(self, kind: int, member: p4runtime_pb2.ActionProfileMember) -> None:
@@ -82,25 +94,28 @@ class ProfileStore:
                                           "entry")
             self.sw.act_prof_delete_group(name, group.group_id)
             self._unref_members(st, st.groups.pop(group.group_id))
+            del st.spans[group.group_id]
             return
         if kind == Update.INSERT and exists:
             raise already_exists(f"{name}: group {group.group_id} exists")
         if kind == Update.MODIFY and not exists:
             raise not_found(f"{name}: no group {group.group_id}")
-        expanded = self._expand(profile, st, group)
+        spans = self._expand(profile, st, group)
+        live = self._live(spans)
         if kind == Update.INSERT:
-            self.sw.act_prof_add_group(name, group.group_id, expanded)
+            self.sw.act_prof_add_group(name, group.group_id, live)
         else:
-            self.sw.act_prof_modify_group(name, group.group_id, expanded)
+            self.sw.act_prof_modify_group(name, group.group_id, live)
             self._unref_members(st, st.groups[group.group_id])
+        st.spans[group.group_id] = spans
         stored = p4runtime_pb2.ActionProfileGroup()
         stored.CopyFrom(group)
         st.groups[group.group_id] = stored
         for m in group.members:
             st.refs[("m", m.member_id)] += 1
 
-    def _expand(self, profile, st: ProfileState, group) -> list[int]:
-        """Member ids, each repeated `weight` times (weighted selection by repetition)."""
+    def _expand(self, profile, st: ProfileState, group) -> list[tuple[int, int, int | None]]:
+        """(member id, weight, watched port) of each member, checked."""
         name = profile.preamble.name
         max_size = group.max_size or profile.max_group_size
         if profile.max_group_size and group.max_size > profile.max_group_size:
@@ -120,8 +135,25 @@ class ProfileStore:
                                 f"{m.member_id}")
             if m.weight < 1:
                 raise invalid(f"{name}: member {m.member_id} has weight {m.weight} (must be >= 1)")
-            expanded.extend([m.member_id] * m.weight)
+            expanded.append((m.member_id, m.weight, _watched(m)))
         return expanded
+
+    def _live(self, spans) -> list[int]:
+        """The member ids the selector picks from: each repeated `weight` times (weighted
+        selection by repetition), without the members whose watched port is down."""
+        return [mid for mid, weight, port in spans if port not in self.down
+                for _ in range(weight)]
+
+    def port_status(self, port: int, up: bool) -> None:
+        """A port went down or came back: the groups with members watching it change."""
+        if (port not in self.down) == up:
+            return
+        (self.down.discard if up else self.down.add)(port)
+        for pid, st in self.state.items():
+            name = self.schema.profile(pid).preamble.name
+            for gid, spans in st.spans.items():
+                if any(watched == port for _, _, watched in spans):
+                    self.sw.act_prof_modify_group(name, gid, self._live(spans))
 
     @staticmethod
     def _unref_members(st: ProfileState, group) -> None:
@@ -160,22 +192,24 @@ class ProfileStore:
         for a in actions:
             if a.weight < 1:
                 raise invalid(f"{name}: one-shot action weight {a.weight} (must be >= 1)")
-            parsed.append((parse_action(self.schema, a.action, allowed, name), a.weight))
+            parsed.append((parse_action(self.schema, a.action, allowed, name), a.weight,
+                           _watched(a)))
         if profile.max_group_size and len(parsed) > profile.max_group_size:
             raise resource_exhausted(f"{name}: {len(parsed)} actions exceed max_group_size "
                                      f"{profile.max_group_size}")
-        ids = []
-        for (aname, params, _), weight in parsed:
+        spans = []
+        for (aname, params, _), weight, watched in parsed:
             mid = st.next_hidden
             st.next_hidden += 1
             self.sw.act_prof_add_member(name, mid, aname, params)
-            ids.extend([mid] * weight)
+            spans.append((mid, weight, watched))
         if not profile.with_selector:
-            return ("m", ids[0])
+            return ("m", spans[0][0])
         gid = st.next_hidden
         st.next_hidden += 1
-        self.sw.act_prof_add_group(name, gid, ids)
-        st.hidden_groups[gid] = sorted(set(ids))
+        self.sw.act_prof_add_group(name, gid, self._live(spans))
+        st.hidden_groups[gid] = [mid for mid, _, _ in spans]
+        st.spans[gid] = spans
         return ("g", gid)
 
     def drop_one_shot(self, profile_id: int, ref: tuple[str, int]) -> None:
@@ -183,6 +217,7 @@ class ProfileStore:
         kind, ident = ref
         if kind == "g":
             self.sw.act_prof_delete_group(name, ident)
+            del self.state[profile_id].spans[ident]
             for mid in self.state[profile_id].hidden_groups.pop(ident):
                 self.sw.act_prof_delete_member(name, mid)
         else:

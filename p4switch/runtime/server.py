@@ -55,6 +55,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         # VERIFY_AND_SAVE and its COMMIT (writes in between land in the saved pipeline).
         self.pipeline: Pipeline | None = None
         self.running: Pipeline | None = None
+        self.down_ports: set[int] = set()     # ports without link (watch_port)
         device.on_cpu_packet = self._packet_in
         device.on_digests = self._digests
         # one thread for what the spec times: digest buffers and caches, idle timeouts
@@ -81,7 +82,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 return p4runtime_pb2.SetForwardingPipelineConfigResponse()
             if not request.config.HasField("p4info"):
                 raise invalid("the request carries no P4Info")
-            candidate = Pipeline(request.config, self.device.cpu_port, self.device.backend)
+            candidate = self._pipeline(request.config)
             if action == Action.VERIFY_AND_SAVE:
                 self.pipeline = candidate
             elif action == Action.VERIFY_AND_COMMIT:
@@ -95,7 +96,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def commit(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> None:
         """Install a pipeline without a client (the program given on the command line)."""
         with self.device.lock:
-            self._install(Pipeline(config, self.device.cpu_port, self.device.backend))
+            self._install(self._pipeline(config))
+
+    def _pipeline(self, config) -> Pipeline:
+        return Pipeline(config, self.device.cpu_port, self.device.backend, self.down_ports)
 
     def _install(self, pipeline: Pipeline) -> None:
         self.pipeline = self.running = pipeline
@@ -300,6 +304,15 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         for lst in lists:
             for conn in self.arbiter.primaries():
                 conn.send(p4runtime_pb2.StreamMessageResponse(digest=lst))
+
+    def port_status(self, port: int, up: bool) -> None:
+        """A port lost or regained its link: members watching it leave or rejoin their groups
+        (in the running and in a saved pipeline)."""
+        with self.device.lock:
+            (self.down_ports.discard if up else self.down_ports.add)(port)
+            for pipeline in {id(p): p for p in (self.pipeline, self.running)
+                             if p is not None}.values():
+                pipeline.profiles.port_status(port, up)
 
     # --- timers ----------------------------------------------------------------------------
     def _poke(self) -> None:

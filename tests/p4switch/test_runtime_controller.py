@@ -7,6 +7,7 @@ from __future__ import annotations
 import pathlib
 import queue
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 
@@ -340,3 +341,50 @@ def test_packet_out_and_packet_in_carry_controller_metadata(rig):
     assert msg.payload == up
     assert {m.metadata_id: m.value for m in msg.metadata} == {info["ingress_port"]: b"\x02",
                                                               info["reason"]: b"\x09"}
+
+
+# --- watch ports -----------------------------------------------------------------------------
+def trunk_spread(rig, ports=(2, 3), count: int = 24) -> dict[int, int]:
+    """Frames from `count` source MACs to the trunk's address -> frames received per port."""
+    dst = mac(0x40)
+    socks = {p: raw_socket(rig.hosts[p]) for p in ports}
+    try:
+        for n in range(count):
+            rig.send(1, frame(bytes([2, 0, 0, 1, 0, n]), dst, n))
+        return {p: len(receive_all(s, quiet=0.4)) for p, s in socks.items()}
+    finally:
+        for s in socks.values():
+            s.close()
+
+
+def set_link(ifname: str, state: str) -> None:
+    subprocess.run(["ip", "link", "set", ifname, state], check=True)
+
+
+def test_watch_port_takes_members_out_while_their_port_is_down(rig):
+    for member_id, port in ((1, 2), (2, 3)):
+        m = sh.ActionProfileMember("CtlIngress.trunk_selector")(
+            member_id=member_id, action="CtlIngress.trunk_port")
+        m.action["port"] = str(port)
+        m.insert()
+    group = sh.ActionProfileGroup("CtlIngress.trunk_selector")(group_id=1)
+    group.add(1, watch_port=b"\x02").add(2, watch_port=b"\x03").insert()
+    te = sh.TableEntry("CtlIngress.trunk")
+    te.match["hdr.ethernet.dst"] = "02:00:00:00:00:40"
+    te.group_id = 1
+    te.insert()
+
+    both = trunk_spread(rig)
+    assert both[2] > 0 and both[3] > 0 and sum(both.values()) == 24, both
+
+    set_link(rig.hosts[3], "down")            # port 3 loses its carrier
+    try:
+        time.sleep(0.6)
+        assert trunk_spread(rig, ports=(2,)) == {2: 24}      # none lost on port 3's link
+        (read,) = sh.ActionProfileGroup("CtlIngress.trunk_selector")(group_id=1).read()
+        assert sorted((m.member_id, m.watch_port) for m in read.members) == \
+            [(1, b"\x02"), (2, b"\x03")]       # the group as written: nothing removed
+    finally:
+        set_link(rig.hosts[3], "up")
+    time.sleep(0.6)
+    assert trunk_spread(rig) == both          # the same hash spread as before
