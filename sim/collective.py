@@ -25,12 +25,52 @@ POLICIES = ("ecmp", "spray", "reps", "ethereal")
 DEFAULT_LINK, DEFAULT_TRANSPORT = LinkSpec(), Transport()
 
 
+class Policy:
+    """Opens a rank's flows of a step as queue pairs the way `policy` does (the module doc),
+    and re-picks an Ethereal path on a timeout; shared by every collective of a run."""
+
+    def __init__(self, fab: SimFabric, policy: str, seed: int = 0) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+        self.fab, self.policy = fab, policy
+        self.planners = {}
+        if policy == "ethereal":
+            self.planners = {h.name: ethereal.EtherealRank(fab.topo, h.name, routing=fab.routing,
+                                                           mtu=fab.transport.mtu)
+                             for h in fab.hosts}
+        self.subflows: dict[int, ethereal.SubFlow] = {}
+
+    def open(self, job: int, rank: int, step: int, flows: list[ethereal.Flow]) -> None:
+        e, mtu = self.fab.engine, self.fab.transport.mtu
+        if self.policy == "ethereal" and flows:
+            for sub in self.planners[flows[0].src].plan(flows):
+                self._pins(sub)
+                dst = self.fab.index[sub.flow.dst]
+                mode = MODES["pinned"] if sub.path is not None else MODES["ecmp"]
+                qp = e.add_qp(job, rank, dst, step, sub.bytes, mtu, sub.sport, mode)
+                self.subflows[qp] = sub
+        else:
+            mode = MODES[self.policy if self.policy != "ethereal" else "ecmp"]
+            for f in flows:
+                e.add_qp(job, rank, self.fab.index[f.dst], step, f.bytes, mtu,
+                         f.connection_sport, mode)
+
+    def timeout(self, qp: int) -> None:
+        sub = self.subflows[qp]
+        new = self.planners[sub.flow.src].on_timeout(sub)
+        self._pins(new)
+        self.subflows[qp] = new
+        self.fab.engine.repath(qp, new.sport)
+
+    def _pins(self, sub: ethereal.SubFlow) -> None:
+        for pin in sub.pins:
+            self.fab.add_pin(pin.switch, pin.src_ip, pin.dst_ip, pin.sport, pin.port)
+
+
 class Run:
     def __init__(self, topo: Topology, algorithm: str, size: int, policy: str, *,
                  link: LinkSpec = DEFAULT_LINK, transport: Transport = DEFAULT_TRANSPORT,
                  failed: tuple[int, ...] = (), seed: int = 0, progress=None) -> None:
-        if policy not in POLICIES:
-            raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
         self.topo, self.algorithm, self.size, self.policy = topo, algorithm, size, policy
         self.seed, self.progress = seed, progress
         n = len(topo.hosts)
@@ -48,11 +88,8 @@ class Run:
         for r in range(n):
             for s in range(len(self.steps)):
                 e.add_step(self.job, r, expect[r][s])
-        self.planners = {}
-        if policy == "ethereal":
-            self.planners = {h: ethereal.EtherealRank(topo, h, routing=self.fab.routing,
-                                                      mtu=transport.mtu) for h in self.names}
-        self.subflows: dict[int, ethereal.SubFlow] = {}
+        self.sender = Policy(self.fab, policy, seed)
+        self.planners = self.sender.planners        # each rank's EtherealRank
         self.python_s = 0.0
         e.on_arrive = self._arrive
         e.on_timeout = self._timeout
@@ -62,35 +99,15 @@ class Run:
         start = time.perf_counter()
         flows = [ethereal.Flow(self.names[f.src], self.names[f.dst], f.bytes, dst_qp=self.seed)
                  for f in self.out_flows[rank][s]]
-        e, mtu = self.fab.engine, self.fab.transport.mtu
-        if self.policy == "ethereal" and flows:
-            for sub in self.planners[self.names[rank]].plan(flows):
-                self._pins(sub)
-                dst = self.fab.index[sub.flow.dst]
-                mode = MODES["pinned"] if sub.path is not None else MODES["ecmp"]
-                qp = e.add_qp(job, rank, dst, s, sub.bytes, mtu, sub.sport, mode)
-                self.subflows[qp] = sub
-        else:
-            mode = MODES[self.policy if self.policy != "ethereal" else "ecmp"]
-            for f in flows:
-                e.add_qp(job, rank, self.fab.index[f.dst], s, f.bytes, mtu,
-                         f.connection_sport, mode)
+        self.sender.open(job, rank, s, flows)
         if self.progress is not None:
             self.progress.update(1)
         self.python_s += time.perf_counter() - start
 
     def _timeout(self, qp: int) -> None:
         start = time.perf_counter()
-        sub = self.subflows[qp]
-        new = self.planners[sub.flow.src].on_timeout(sub)
-        self._pins(new)
-        self.subflows[qp] = new
-        self.fab.engine.repath(qp, new.sport)
+        self.sender.timeout(qp)
         self.python_s += time.perf_counter() - start
-
-    def _pins(self, sub: ethereal.SubFlow) -> None:
-        for pin in sub.pins:
-            self.fab.add_pin(pin.switch, pin.src_ip, pin.dst_ip, pin.sport, pin.port)
 
     # ---- the run ---------------------------------------------------------------------------
     def run(self, limit_s: float = 10.0) -> dict:

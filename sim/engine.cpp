@@ -124,6 +124,9 @@ struct Qp {
   std::vector<uint8_t> got;
   uint32_t got_count = 0;
   double started = 0, finished = -1;
+  // a job's multicast or aggregation send: unacknowledged packets to this address
+  uint32_t raw_dst = 0;
+  uint8_t raw_flags = 0;
 
   bool has_work() const { return !done && (!retx.empty() || next_new < npkts); }
 };
@@ -245,17 +248,31 @@ class Fabric {
   // A switch copies a packet of `group` to these ports but the one it came in on (one shared
   // tree serves every sender); hosts count what arrives.
   void add_mcast(uint32_t group, int sw, std::vector<int> ports) { mcast_[group].ports[sw] = ports; }
+  // A job's multicast (flags MCAST) or aggregation (flags 0) send of `bytes` to `dst_ip` at
+  // most at `rate_bps`: the NIC serves it round-robin with its QPs, unacknowledged; what
+  // arrives counts toward the job's step at each receiver.
+  void raw_send(int job, int host, int step, uint32_t dst_ip, uint8_t flags, uint64_t bytes,
+                uint32_t mtu, double rate_bps) {
+    Qp q;
+    q.id = qps_.size(); q.job = job; q.src = host; q.dst = host; q.step = step;
+    q.bytes = bytes; q.mtu = mtu; q.npkts = (bytes + mtu - 1) / mtu;
+    q.raw_dst = dst_ip; q.raw_flags = flags;
+    q.sport = 0xC000 | (host & 0x3FFF);
+    q.rate = q.target = std::min(line_bps, rate_bps);
+    q.started = now();
+    qps_.push_back(std::move(q));
+    nic_[host].active.push_back(q.id);
+    wake(host);
+  }
   // A host multicasts `bytes` to `group` in MTU packets, paced at line rate (no ACKs: the
-  // paper's multicast sends without NACKs; loss repair is not modelled here). With a job,
-  // what arrives counts toward that job's step at each receiver.
-  void mcast_send(int host, uint32_t group, uint64_t bytes, uint32_t mtu, double at,
-                  int job = -1, int step = 0) {
+  // paper's multicast sends without NACKs; loss repair is not modelled here).
+  void mcast_send(int host, uint32_t group, uint64_t bytes, uint32_t mtu, double at) {
     uint32_t n = (bytes + mtu - 1) / mtu;
     double gap = (HEADER_BYTES + 2 + mtu) * 8.0 / line_bps;
     for (uint32_t i = 0; i < n; i++) {
       uint32_t size = std::min<uint64_t>(mtu, bytes - uint64_t(i) * mtu);
       ns3::Simulator::Schedule(ns3::Seconds(at + i * gap), &Fabric::mcast_emit, this, host,
-                               group, i, size, job, step);
+                               group, i, size);
     }
   }
   uint64_t host_rx_bytes(int host) const { return host_rx_[host]; }
@@ -264,14 +281,13 @@ class Fabric {
     agg_[agg_ip] = j; agg_group_[agg_ip] = group;
   }
   // Worker `host` sends its `bytes` of gradient to the aggregator address, paced at line rate.
-  void agg_send(int host, uint32_t agg_ip, uint64_t bytes, uint32_t mtu, double at,
-                int job = -1, int step = 0) {
+  void agg_send(int host, uint32_t agg_ip, uint64_t bytes, uint32_t mtu, double at) {
     uint32_t n = (bytes + mtu - 1) / mtu;
     double gap = (HEADER_BYTES + 2 + mtu) * 8.0 / line_bps;
     for (uint32_t i = 0; i < n; i++) {
       uint32_t size = std::min<uint64_t>(mtu, bytes - uint64_t(i) * mtu);
       ns3::Simulator::Schedule(ns3::Seconds(at + i * gap), &Fabric::agg_emit, this, host,
-                               agg_ip, i, size, job, step);
+                               agg_ip, i, size);
     }
   }
   double last_rx_at() const { return last_rx_at_; }
@@ -388,20 +404,17 @@ class Fabric {
     switch_mcast(sw, -1, p, r);
   }
 
-  // Multicast and aggregation packets carry their job as qp = job + 1 (0: none), step in ev.
-  void mcast_emit(int host, uint32_t group, uint32_t psn, uint32_t size, int job, int step) {
+  void mcast_emit(int host, uint32_t group, uint32_t psn, uint32_t size) {
     RoceHeader h;
     h.src = node_ip_[host]; h.dst = group; h.psn = psn; h.flags = MCAST;
-    h.qp = job + 1; h.ev = step;
     auto p = ns3::Create<ns3::Packet>(size);
     p->AddHeader(h);
     packets_sent++;
     send_on(host, 0, p, true);
   }
-  void agg_emit(int host, uint32_t agg_ip, uint32_t psn, uint32_t size, int job, int step) {
+  void agg_emit(int host, uint32_t agg_ip, uint32_t psn, uint32_t size) {
     RoceHeader h;
     h.src = node_ip_[host]; h.dst = agg_ip; h.psn = psn;
-    h.qp = job + 1; h.ev = step;
     h.sport = 0xC000 | (host & 0x3FFF);
     auto p = ns3::Create<ns3::Packet>(size);
     p->AddHeader(h);
@@ -549,6 +562,7 @@ class Fabric {
   }
 
   uint32_t transmit(int host, Qp& q) {
+    if (q.raw_dst) return transmit_raw(host, q);
     uint32_t psn;
     while (!q.retx.empty() && q.acked[q.retx.front()]) q.retx.pop_front();  // acked meanwhile
     if (!q.retx.empty()) {
@@ -576,6 +590,22 @@ class Fabric {
       q.timer_armed = true;
       ns3::Simulator::Schedule(ns3::Seconds(rto), &Fabric::check_timeout, this, q.id);
     }
+    return size;
+  }
+
+  // Multicast and aggregation packets carry their job as qp = job + 1 (0: none), step in ev.
+  uint32_t transmit_raw(int host, Qp& q) {
+    uint32_t psn = q.next_new++;
+    uint32_t size = std::min<uint64_t>(q.mtu, q.bytes - uint64_t(psn) * q.mtu);
+    RoceHeader h;
+    h.src = node_ip_[host]; h.dst = q.raw_dst; h.psn = psn; h.flags = q.raw_flags;
+    h.sport = q.sport; h.qp = q.job + 1; h.ev = q.step;
+    auto p = ns3::Create<ns3::Packet>(size);
+    p->AddHeader(h);
+    packets_sent++;
+    q.next_send = now() + (HEADER_BYTES + 2 + size) * 8.0 / q.rate;
+    send_on(host, 0, p, true);
+    if (q.next_new == q.npkts) { q.done = true; q.finished = now(); }
     return size;
   }
 

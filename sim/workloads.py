@@ -81,6 +81,11 @@ def _depths(parent: dict[int, int], n: int) -> dict[int, int]:
     return d
 
 
+def ring_reducescatter(n: int, size: int) -> list[Step]:
+    """The reduce-scatter half of the ring all-reduce: n-1 steps of size/n to the next rank."""
+    return csteps.ring_allreduce(n, size)[:n - 1]
+
+
 ALGORITHMS = {
     "ring": csteps.ring_allreduce,
     "halving-doubling": csteps.halving_doubling_allreduce,
@@ -88,6 +93,7 @@ ALGORITHMS = {
     "double-binary-tree": double_binary_tree,
     "all-to-all": csteps.all_to_all,
     "ring-allgather": csteps.ring_allgather,
+    "ring-reducescatter": ring_reducescatter,
 }
 
 
