@@ -90,6 +90,7 @@ class Run:
                 e.add_step(self.job, r, expect[r][s])
         self.sender = Policy(self.fab, policy, seed)
         self.planners = self.sender.planners        # each rank's EtherealRank
+        self.subflows = self.sender.subflows        # QP -> its Ethereal sub-flow
         self.python_s = 0.0
         e.on_arrive = self._arrive
         e.on_timeout = self._timeout
