@@ -11,6 +11,7 @@ from pathlib import Path
 
 from fabricmodel.topology import load
 from p4switch.device.process import SwitchProcess
+from tests.fabricd_process import compile_fabric
 from tests.targets import BMv2Process
 
 # fabricd's --compiler for BMv2 (p4switch: fabricd's default)
@@ -26,9 +27,13 @@ def sh(ns: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 class Fabric:
     def __init__(self, topo, fab: str, hosts: dict[str, str], devices: dict[str, str],
-                 server: str, switches: dict[str, str]):
+                 server: str, switches: dict[str, str], procs: dict | None = None,
+                 state: Path | None = None, log: Path | None = None):
         self.topo, self.fab, self.hosts, self.devices = topo, fab, hosts, devices
         self.server, self.switches = server, switches
+        self.procs = procs or {}       # switch -> its SwitchProcess (p4switch)
+        self.state, self.log = state, log      # fabricd's --state file and its log
+        self._compiled = None
 
     def fabricctl(self, *args: str) -> subprocess.CompletedProcess:
         """fabricctl inside the fabric's namespace, where fabricd listens; never raises."""
@@ -76,6 +81,36 @@ class Fabric:
                  str(self.topo.switch(switch).device_id), kind, json.dumps(reads))
         return json.loads(got.stdout)
 
+    def restart_switch(self, name: str) -> float:
+        """SIGKILL switch `name` (a crash: no goodbye to fabricd) and start it again on the
+        same interfaces and P4Runtime address, empty; -> seconds until it serves again."""
+        old = self.procs[name]
+        old.proc.kill()
+        old.proc.wait(10)
+        args = [a for a in old.args if a not in ("--grpc-addr", "127.0.0.1:0")]
+        started = time.monotonic()
+        new = SwitchProcess([*args, "--grpc-addr", self.switches[name]], netns=self.fab)
+        self.procs[name] = new.__enter__()
+        return time.monotonic() - started
+
+    def difference(self) -> dict[str, dict[str, int]]:
+        """Per switch, entries duplicated, missing and stale against fabricd's saved intent,
+        read back over P4Runtime from inside the fabric's namespace (p4switch's fabric.p4)."""
+        if self._compiled is None:
+            self._compiled = compile_fabric(self.state.parent)[:2]
+        code = ("import json, sys\n"
+                "from pathlib import Path\n"
+                "from controller.p4rt import Pipeline\n"
+                "from tests.fabricd_process import difference, intended, read_back\n"
+                "addresses, ids = json.loads(sys.argv[1]), json.loads(sys.argv[2])\n"
+                "pipe = Pipeline.from_files(sys.argv[4], sys.argv[5])\n"
+                "want, got = intended(Path(sys.argv[3]), pipe), read_back(addresses, ids, pipe)\n"
+                "print(json.dumps({n: difference(want[n], got[n]) for n in addresses}))\n")
+        ids = {n: self.topo.switch(n).device_id for n in self.switches}
+        out = sh(self.fab, sys.executable, "-c", code, json.dumps(self.switches),
+                 json.dumps(ids), str(self.state), *map(str, self._compiled))
+        return json.loads(out.stdout)
+
 
 def quiet(ns: str) -> None:
     """No IPv6 on new interfaces: the kernel's own ND/MLD frames would show in the counters."""
@@ -114,7 +149,7 @@ def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | 
                 sh(ns, "ethtool", "-K", "eth0", "tx", "off")
         else:
             netns_factory.veth(fab, fab, name_a=lk.a_intf, name_b=lk.b_intf)
-    procs, addresses = [], {}
+    procs, addresses = {}, {}
     daemon = None
     try:
         for sw in topo.switches.values():
@@ -127,11 +162,13 @@ def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | 
                 depth = ["--queue-depth", str(queue_depth)] if queue_depth else []
                 proc = SwitchProcess(["--no-p4", "--device-id", str(sw.device_id), *depth,
                                       *ifaces], netns=fab).__enter__()
-            procs.append(proc)
+            procs[sw.name] = proc
             addresses[sw.name] = proc.grpc_addr
         port_file = tmp_path / "port"
+        state = tmp_path / "fabricd-state.json"
         args = [sys.executable, "-m", "controller.fabricd", "--topology", str(path),
-                "--listen", "127.0.0.1:0", "--port-file", str(port_file)]
+                "--state", str(state), "--listen", "127.0.0.1:0", "--port-file",
+                str(port_file)]
         if target == "bmv2":
             args += ["--compiler", BMV2_COMPILER]
         args += [a for name, addr in addresses.items() for a in ("--switch", f"{name}={addr}")]
@@ -144,10 +181,10 @@ def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | 
             assert time.monotonic() < deadline, "fabricd did not start"
             time.sleep(0.1)
         yield Fabric(topo, fab, hosts, devices, f"127.0.0.1:{port_file.read_text().strip()}",
-                     addresses)
+                     addresses, procs, state, tmp_path / "fabricd.log")
     finally:
         if daemon is not None and daemon.poll() is None:
             daemon.terminate()
             daemon.wait(10)
-        for proc in reversed(procs):
+        for proc in reversed(procs.values()):
             proc.stop()
