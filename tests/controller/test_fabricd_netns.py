@@ -4,6 +4,7 @@ a NetReduce aggregation job, and a link taken down through fabricctl."""
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -33,16 +34,48 @@ def send_udp(ns, src, sport, dst, dport, count):
     sh(ns, sys.executable, "-c", code)
 
 
-def receive_udp(ns, port):
-    """A process in `ns` that prints how many datagrams reach `port` within 2 seconds."""
-    code = ("import socket\n"
-            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-            f"s.bind(('0.0.0.0', {port})); s.settimeout(2); n = 0\n"
-            "try:\n"
-            "    while True: s.recv(2048); n += 1\n"
-            "except OSError: print(n)\n")
-    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", code],
-                            stdout=subprocess.PIPE, text=True)
+class Listener:
+    """A process in `ns` bound to UDP `port`: prints "ready" once bound (the constructor
+    waits for it), then one line per datagram, `show` of the datagram (Python, `data` in
+    scope), until `stop()`, which returns those lines."""
+
+    def __init__(self, ns: str, port: int, show: str = "len(data)", imports: str = ""):
+        code = (f"import socket\n{imports}"
+                "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                f"s.bind(('0.0.0.0', {port}))\n"
+                "print('ready', flush=True)\n"
+                "while True:\n"
+                "    data = s.recv(4096)\n"
+                f"    print({show}, flush=True)\n")
+        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", code],
+                                     stdout=subprocess.PIPE, text=True, cwd=REPO)
+        assert self.proc.stdout.readline() == "ready\n"
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line.strip())
+
+    def stop(self) -> list[str]:
+        self.proc.terminate()
+        self.proc.wait(10)
+        self._reader.join(10)
+        return self.lines
+
+
+def collect(listeners: dict[str, Listener], expect: set[str], grace: float = 1.0,
+            timeout: float = 60.0) -> dict[str, list[str]]:
+    """Wait (polling) until every host in `expect` has received something, then `grace`
+    seconds more for anything that should not arrive; -> every listener's lines."""
+    deadline = time.monotonic() + timeout
+    while not all(listeners[h].lines for h in expect):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    time.sleep(grace)          # a copy the switch should not have made arrives about as soon
+    return {h: lst.stop() for h, lst in listeners.items()}
 
 
 def send_contribution(ns, src, aggregator, job_id, slot, worker, workers, values):
@@ -59,19 +92,11 @@ def send_contribution(ns, src, aggregator, job_id, slot, worker, workers, values
     sh(ns, sys.executable, "-c", code)
 
 
-def receive_aggregation(ns):
-    """Prints 'RESULT [values]' for the first aggregation result reaching UDP 4791, or none."""
-    code = ("import socket\n"
-            "from scapy.contrib.roce import BTH\n"
-            "from collectives.layers import Aggregation\n"
-            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-            "s.bind(('0.0.0.0', 4791)); s.settimeout(3)\n"
-            "try:\n"
-            "    agg = Aggregation(s.recv(4096)[12:])\n"
-            "    print(('RESULT ' if agg.flags & 1 else 'PARTIAL ') + str(list(agg.values)))\n"
-            "except OSError: print('none')\n")
-    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", code],
-                            stdout=subprocess.PIPE, text=True, cwd=REPO)
+def aggregation_listener(ns) -> Listener:
+    """Prints 'RESULT [values]' (or 'PARTIAL ...') per aggregation packet reaching UDP 4791."""
+    return Listener(ns, 4791, imports="from collectives.layers import Aggregation\n",
+                    show="(('RESULT ' if Aggregation(data[12:]).flags & 1 else 'PARTIAL ')"
+                         " + str(list(Aggregation(data[12:]).values)))")
 
 
 def ping(ns, ip) -> bool:
@@ -100,11 +125,10 @@ def test_routes_steps_groups_and_link_failure_on_the_data_plane(net):
         assert forwarded(ctl, spine)[2] == before + 5, (sub, spine)
     # A multicast group: one packet from h1 reaches every other member, as unicast.
     group = json.loads(ctl("--json", "group", "create", "g", "h1", "h2", "h3").stdout)
-    listeners = {h: receive_udp(hosts[h], 5000) for h in ("h1", "h2", "h3", "h4")}
-    time.sleep(0.5)
+    listeners = {h: Listener(hosts[h], 5000) for h in ("h1", "h2", "h3", "h4")}
     send_udp(hosts["h1"], net.ip("h1"), 5001, group["address"], 5000, count=1)
-    got = {h: p.communicate(timeout=10)[0].strip() for h, p in listeners.items()}
-    assert got == {"h1": "0", "h2": "1", "h3": "1", "h4": "0"}, got
+    got = {h: len(lines) for h, lines in collect(listeners, {"h2", "h3"}).items()}
+    assert got == {"h1": 0, "h2": 1, "h3": 1, "h4": 0}, got
     result = ctl("link", "leaf1-spine1", "down")
     assert result.returncode == 0, result.stdout + result.stderr
     before = forwarded(ctl, "spine1"), forwarded(ctl, "spine2")
@@ -121,16 +145,14 @@ def test_aggregation_job_sums_and_multicasts_the_result(net):
                              "--slots", "4").stdout)
     assert (job["leaf"], job["address"]) == ("leaf1", "10.0.1.253")
     workers = job["workers"]
-    listeners = {h: receive_aggregation(net.hosts[h]) for h in ("h1", "h2", "h3", "h4")}
-    time.sleep(0.5)
+    listeners = {h: aggregation_listener(net.hosts[h]) for h in ("h1", "h2", "h3", "h4")}
     for wid, host in enumerate(workers):
         send_contribution(net.hosts[host], net.ip(host), job["address"], job["job_id"],
                           job["slot_base"], wid, len(workers), [wid + 1, -wid] * 16)
-        time.sleep(0.2)
-    got = {h: p.communicate(timeout=10)[0].strip() for h, p in listeners.items()}
+    got = collect(listeners, {"h1", "h2", "h3"})
     total = [1 + 2 + 3, 0 - 1 - 2] * 16
-    result = f"RESULT {total}"
-    assert got == {"h1": result, "h2": result, "h3": result, "h4": "none"}, got
+    result = [f"RESULT {total}"]
+    assert got == {"h1": result, "h2": result, "h3": result, "h4": []}, got
 
 
 def test_a_slice_is_isolated_from_other_traffic(net):

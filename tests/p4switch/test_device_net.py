@@ -133,6 +133,7 @@ import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("10.0.2.1", 5000))
 s.settimeout(10)
+print("ready", flush=True)
 for _ in range(int(sys.argv[1])):
     data, peer = s.recvfrom(2048)
     s.sendto(data, peer)
@@ -173,8 +174,8 @@ def test_l3_ping_udp_and_counters(target, netns_factory, links, tmp_path):
             ping = in_ns(hosts[1], "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.0.2.1")
             assert ping.returncode == 0, ping.stdout + ping.stderr
             server = subprocess.Popen(["ip", "netns", "exec", hosts[2], "python3", "-c",
-                                       UDP_ECHO, "5"])
-            time.sleep(0.3)
+                                       UDP_ECHO, "5"], stdout=subprocess.PIPE, text=True)
+            assert server.stdout.readline() == "ready\n"      # bound: the client may send
             client = in_ns(hosts[1], "python3", "-c", UDP_CLIENT, "5", timeout=30)
             server.wait(timeout=10)
             assert client.returncode == 0 and "udp ok" in client.stdout, client.stderr
@@ -264,10 +265,15 @@ def test_packet_out_packet_in_and_digest(target, links, tmp_path):
 
             # The interface goes away: the switch keeps serving (p4switch also says so).
             subprocess.run(["ip", "link", "del", sw_a], check=True)
-            time.sleep(0.5)
-            assert switch.proc.poll() is None
             if target.startswith("p4switch"):
-                assert any("is gone" in line for line in switch.output), switch.output
+                deadline = time.monotonic() + 60
+                while not any("is gone" in line for line in switch.output):
+                    assert time.monotonic() < deadline, switch.output
+                    assert switch.proc.poll() is None, switch.output
+                    time.sleep(0.05)
+            else:
+                time.sleep(0.5)     # BMv2 says nothing: give it time to fall over, if it does
+            assert switch.proc.poll() is None
             assert list(sh.TableEntry("MyIngress.mac_table").read())
         finally:
             sh.teardown()
