@@ -9,13 +9,12 @@ import socket
 import subprocess
 import time
 
+import p4runtime_sh.shell as sh
 import pytest
 from targets import compile_for, l3_routes, start_target
 
 from p4switch.device.control import send_command
 from p4switch.device.process import SwitchProcess
-
-sh = pytest.importorskip("p4runtime_sh.shell")
 
 pytestmark = pytest.mark.netns
 PROGRAMS = pathlib.Path(__file__).parent / "device_programs"

@@ -4,11 +4,10 @@ a multicast group and counters."""
 import pathlib
 import shutil
 
+import p4runtime_sh.shell as sh
 import pytest
-from targets import compile_for, start_target
-
-sh = pytest.importorskip("p4runtime_sh.shell")
 from p4runtime_sh.p4runtime import P4RuntimeWriteException  # noqa: E402
+from targets import compile_for, start_target
 
 PROGRAMS = pathlib.Path(__file__).parent / "device_programs"
 
