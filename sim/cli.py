@@ -20,6 +20,7 @@ from sim.collective import POLICIES, Run
 from sim.fabric import LinkSpec, Transport
 from sim.ideas import multicast_allgather
 from sim.ideas import netreduce as run_netreduce
+from sim.train import train
 from sim.workloads import ALGORITHMS, steps
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -240,3 +241,6 @@ def _ideas_out(rows: list[dict], jsonl: Path, unit: str) -> None:
     click.echo(f"\nsim: results in {jsonl}")
     if not all(r["ok"] for r in rows):
         raise SystemExit(1)
+
+
+main.add_command(train)

@@ -1,0 +1,201 @@
+"""`python -m sim train` and `python -m sim trace`: training iterations on ns-3, one row per
+(fabric size, intra-host bandwidth, policy, all-reduce and all-gather algorithm), a table with
+the iteration time, the compute-only bound and the exposed communication beside it, JSON
+lines and a PNG."""
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from pathlib import Path
+
+import click
+from tqdm import tqdm
+
+from collectives.cli import parse_size
+from collectives.results import format_table
+from fabricmodel.topology import Topology, leaf_spine
+from figures import png
+from sim.collective import POLICIES
+from sim.dag_run import SEGMENT, DagRun, training_transport
+from sim.fabric import LinkSpec
+from workloads import generators, hierarchy
+from workloads.dag import Workload
+from workloads.models import GPUS, MODELS, Cluster
+
+ROOT = Path(__file__).resolve().parent.parent
+GB = 1e9
+
+
+def _list(text: str, known, what: str, hint: str) -> list[str]:
+    items = [t for t in text.split(",") if t]
+    bad = [t for t in items if t not in known]
+    if bad or not items:
+        raise click.BadParameter(f"unknown {what} {bad}; choose from {list(known)}",
+                                 param_hint=hint)
+    return items
+
+
+def _numbers(text: str, hint: str, kind=float) -> list:
+    try:
+        out = [kind(t) for t in text.split(",") if t]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of numbers",
+                                 param_hint=hint) from None
+    if not out or min(out) <= 0:
+        raise click.BadParameter("give positive numbers", param_hint=hint)
+    return out
+
+
+def fabric_for(hosts: int, per_leaf: int) -> Topology:
+    """A non-blocking leaf-spine for `hosts` hosts: `per_leaf` hosts and as many spines."""
+    per_leaf = min(per_leaf, hosts)
+    if hosts % per_leaf:
+        raise click.BadParameter(f"{hosts} hosts are not a multiple of {per_leaf} per leaf",
+                                 param_hint="--hosts-per-leaf")
+    leaves = hosts // per_leaf
+    return leaf_spine(leaves, per_leaf if leaves > 1 else 1, per_leaf)
+
+
+def run_rows(cases: list[tuple], jsonl: Path, *, link: LinkSpec, segment: int) -> list[dict]:
+    """Each case (label, workload, topology, policy, allreduce, allgather, intra B/s) in turn
+    under one progress bar counting ops; rows appended to `jsonl` as they finish."""
+    jsonl.parent.mkdir(parents=True, exist_ok=True)
+    jsonl.write_text("")
+    rows, wall = [], time.perf_counter()
+    total = sum(sum(len(ops) for ops in c[1].ranks) for c in cases)
+    with tqdm(total=total, unit="op", desc="sim train", dynamic_ncols=True) as bar:
+        for label, wl, topo, policy, ar, ag, intra in cases:
+            bar.set_postfix_str(f"{label} {policy} {ar}/{ag} {intra / GB:g} GB/s")
+            row = DagRun(wl, topo, policy, allreduce=ar, allgather=ag, intra_bytes_s=intra,
+                         link=link, transport=training_transport(segment), progress=bar).run()
+            row["case"] = label
+            rows.append(row)
+            with jsonl.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+    click.echo(f"sim: {len(rows)} runs in {time.perf_counter() - wall:.1f} s wall")
+    return rows
+
+
+def _key(r: dict) -> tuple:
+    return (r["case"], r["gpus"], r["intra_gbytes_s"])
+
+
+def table(rows: list[dict]) -> str:
+    """One line per run; the speed-up is over the first run of the same case, fabric size
+    and intra-host bandwidth (the first policy / algorithm given)."""
+    base: dict[tuple, float] = {}
+    for r in rows:
+        if r["ok"]:
+            base.setdefault(_key(r), r["iteration_s"])
+    head = ["workload", "GPUs", "hosts", "intra GB/s", "policy", "all-reduce", "all-gather",
+            "iteration ms", "compute bound ms", "exposed comm ms", "speed-up", "NIC GB/host",
+            "retx", "done"]
+    lines = []
+    for r in rows:
+        it = r["iteration_s"]
+        lines.append([r["workload"], str(r["gpus"]), str(r["hosts"]),
+                      f"{r['intra_gbytes_s']:g}", r["policy"], r["allreduce"], r["allgather"],
+                      f"{it * 1e3:.2f}" if it else "unfinished",
+                      f"{r['compute_bound_s'] * 1e3:.2f}",
+                      f"{r['exposed_comm_s'] * 1e3:.2f}" if it else "-",
+                      f"{base[_key(r)] / it:.2f}x" if it and _key(r) in base else "-",
+                      f"{r['nic_bytes_max'] / GB:.2f}", str(r["retransmitted"]),
+                      "yes" if r["ok"] else "NO"])
+    return format_table(head, lines)
+
+
+def plot(rows: list[dict], path: Path, title: str) -> None:
+    """Iteration time per run (bars), its compute-only bound (black ticks)."""
+    labels = [f"{r['gpus']} GPUs {r['intra_gbytes_s']:g} GB/s\n{r['policy']} {r['allreduce']}"
+              f"/{r['allgather']}" for r in rows]
+    fig, ax = png.subplots(figsize=(2.5 + 0.9 * len(rows), 4.2))
+    xs = range(len(rows))
+    ax.bar(xs, [(r["iteration_s"] or 0) * 1e3 for r in rows], 0.7, label="iteration")
+    ax.scatter(xs, [r["compute_bound_s"] * 1e3 for r in rows], marker="_", s=600, c="k",
+               label="compute-only bound", zorder=3)
+    ax.set_xticks(list(xs), labels, fontsize=6, rotation=60, ha="right")
+    ax.set_ylabel("iteration time (ms)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    png.save(fig, path)
+
+
+def finish(rows: list[dict], out_dir: Path, name: str, title: str) -> None:
+    click.echo(f"\n{title}\n")
+    click.echo(table(rows))
+    plot(rows, out_dir / f"{name}.png", title)
+    click.echo(f"\nsim: results in {out_dir / (name + '.jsonl')}, plot in "
+               f"{out_dir / (name + '.png')}")
+    if not all(r["ok"] for r in rows):
+        raise SystemExit(1)
+
+
+def _workload(model, parallelism, cluster, pipeline, micro_batches, batch) -> Workload:
+    try:
+        if parallelism == "dp":
+            return generators.data_parallel(model, cluster, samples_per_gpu=batch or 32)
+        if parallelism == "fsdp":
+            return generators.fsdp(model, cluster, samples_per_gpu=batch or 1)
+        return generators.gpt_3d(model, cluster, pipeline, micro_batches,
+                                 micro_batch=batch or 1)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
+
+
+@click.command()
+@click.option("--model", type=click.Choice(list(MODELS)), default="gpt3-13b", show_default=True)
+@click.option("--parallelism", type=click.Choice(["dp", "fsdp", "3d"]), default="3d",
+              show_default=True, help="DDP data parallel, FSDP, or Megatron 3D.")
+@click.option("--gpus", default="256", show_default=True, help="GPU counts, comma-separated.")
+@click.option("--gpus-per-host", type=click.IntRange(1), default=8, show_default=True)
+@click.option("--intra-gbs", default="600", show_default=True,
+              help="Intra-host GB/s per GPU (NVLink A100 600, PCIe Gen4 32), comma-separated.")
+@click.option("--policies", default="ecmp", show_default=True,
+              help=f"Comma-separated, of {', '.join(POLICIES)}.")
+@click.option("--allreduce", default="ring", show_default=True,
+              help=f"Comma-separated, of {', '.join(hierarchy.ALLREDUCE)}.")
+@click.option("--allgather", default="ring", show_default=True,
+              help=f"Comma-separated, of {', '.join(hierarchy.ALLGATHER)}.")
+@click.option("--pipeline", type=click.IntRange(1), default=8, show_default=True,
+              help="3D: pipeline stages (one host each).")
+@click.option("--micro-batches", type=click.IntRange(1), default=4, show_default=True)
+@click.option("--batch", type=click.IntRange(1), help="Samples per GPU (dp 32, fsdp 1) or "
+              "per micro-batch (3d 1).")
+@click.option("--gpu", type=click.Choice(list(GPUS)), default="a100", show_default=True)
+@click.option("--efficiency", type=click.FloatRange(0, 1, min_open=True), default=0.4,
+              show_default=True, help="Achieved fraction of the GPU's peak FLOP/s.")
+@click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
+@click.option("--hosts-per-leaf", type=click.IntRange(1), default=16, show_default=True)
+@click.option("--segment", default="64KiB", show_default=True,
+              help="Simulated packet payload (coarser than 4 KiB for speed; sim/README.md).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=ROOT / "out" / "sim", show_default=True)
+def train(model, parallelism, gpus, gpus_per_host, intra_gbs, policies, allreduce, allgather,
+          pipeline, micro_batches, batch, gpu, efficiency, gbps, hosts_per_leaf, segment,
+          out_dir):
+    """A model's training iteration on ns-3 under policies and collective algorithms."""
+    counts = _numbers(gpus, "--gpus", int)
+    intras = [g * GB for g in _numbers(intra_gbs, "--intra-gbs")]
+    pols = _list(policies, POLICIES, "policy", "--policies")
+    ars = _list(allreduce, hierarchy.ALLREDUCE, "all-reduce algorithm", "--allreduce")
+    ags = _list(allgather, hierarchy.ALLGATHER, "all-gather algorithm", "--allgather")
+    seg = parse_size(segment)
+    cases = []
+    for n, intra in itertools.product(counts, intras):
+        try:
+            cluster = Cluster(n, gpus_per_host, GPUS[gpu], efficiency, intra)
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="--gpus") from None
+        wl = _workload(model, parallelism, cluster, pipeline, micro_batches, batch)
+        topo = fabric_for(cluster.hosts, hosts_per_leaf)
+        label = f"{model} {parallelism}"
+        cases += [(label, wl, topo, p, a, g, intra)
+                  for p, a, g in itertools.product(pols, ars, ags)]
+    name = f"train-{model}-{parallelism}"
+    rows = run_rows(cases, out_dir / f"{name}.jsonl", link=LinkSpec(gbps), segment=seg)
+    finish(rows, out_dir, name, f"{model} {parallelism}, {gpus_per_host} GPUs per host, "
+           f"{gbps:g} Gbps NICs, {seg // 1024} KiB segments")
+
+
+__all__ = ["train", "SEGMENT"]
