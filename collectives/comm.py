@@ -14,7 +14,7 @@ import numpy as np
 
 from .lb import PROGRAMS, Policy, make_policy
 from .rendezvous import DEFAULT_PORT, Rendezvous
-from .transport import Endpoint, Message, SendOp, TransportConfig
+from .transport import Message, SendOp, TransportConfig, open_endpoint
 
 
 @dataclass
@@ -56,7 +56,7 @@ class Communicator:
         self.rank, self.size = cfg.rank, len(cfg.ips)
         self.rdv = Rendezvous(cfg.rank, cfg.ips, cfg.port, cfg.join_timeout)
         cfg.transport.session = self.rdv.connect()
-        self.ep = Endpoint(cfg.rank, cfg.ips, cfg.transport)
+        self.ep = open_endpoint(cfg.rank, cfg.ips, cfg.transport)
         self.program = None
         program_cls = PROGRAMS.get(cfg.policy)
         if program_cls is not None:

@@ -31,17 +31,15 @@ result (see `float_error_bound`).
 """
 from __future__ import annotations
 
-import socket
 import time
-from collections import deque
 
 import numpy as np
 
-from fabricmodel.rocev2 import KIND_DATA, NR_MSG_PKTS, nr_qp_index
+from fabricmodel.rocev2 import NR_MSG_PKTS, nr_qp_index
 
 from . import algorithms, wire
 from .comm import Communicator
-from .transport import RecvQP, SendOp
+from .transport import SendOp
 
 VALUES = 256                 # int32 per packet
 PKT_BYTES = 4 * VALUES       # 1 KiB, the IBTA MTU of the transport's default
@@ -72,19 +70,8 @@ def float_error_bound(x_sum_abs_max_exp: np.ndarray, workers: int) -> np.ndarray
 def _attach_aggregator(comm: Communicator, aggregator: str) -> int:
     """The aggregator becomes peer number `size` of the endpoint (QPs address peers by
     index); a later call with another aggregator re-points that peer."""
-    ep, n = comm.ep, comm.size
-    addr = socket.inet_aton(aggregator)
-    if len(ep.peers) == n:
-        ep.peers.append(aggregator)
-        ep.control[n] = deque()
-    elif ep.peers[n] != aggregator:
-        ep.by_ip.pop(socket.inet_aton(ep.peers[n]), None)
-        ep.peers[n] = aggregator
-        for qp in [*ep.sendqps.values(), *ep.recvqps.values()]:
-            if qp.peer == n:
-                qp.dst = addr
-    ep.by_ip[addr] = n
-    return n
+    comm.ep.set_peer(comm.size, aggregator)
+    return comm.size
 
 
 def allreduce_netreduce(comm: Communicator, x: np.ndarray, aggregator: str | list[str],
@@ -121,14 +108,9 @@ def allreduce_netreduce(comm: Communicator, x: np.ndarray, aggregator: str | lis
     idx = nr_qp_index(job_id)
     sqp = ep.sendqp(peer, idx)
     sqp.mtu = PKT_BYTES
-    result_qpn = KIND_DATA << 20 | peer << 8 | idx
-    rqp = ep.recvqps.get(result_qpn)
-    if rqp is None:
-        rqp = ep.recvqps[result_qpn] = RecvQP(ep, peer, idx)
-        # The aggregator (the requester of this direction) starts every connection's results
-        # at PSN 0, as an RC requester tells its responder its initial PSN at setup.
-        rqp.expected = 0
-        rqp.max_seen = wire.psn_add(0, -1)
+    # The aggregator (the requester of this direction) starts every connection's results at
+    # PSN 0, as an RC requester tells its responder its initial PSN at setup.
+    ep.recvqp(peer, idx, expected=0)
     # Packet numbers continue over the calls on this connection: the first packet of this
     # call is packet `base`, and the PSN of packet g is the connection's initial PSN + g.
     base = comm.counters.get(("netreduce", job_id), 0)

@@ -34,6 +34,22 @@ SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 SO_ATTACH_FILTER = getattr(socket, "SO_ATTACH_FILTER", 26)
 MAX_QPS = 256
 RELIABILITY = ("gbn", "sr", "ooo")
+BACKENDS = ("python", "native")
+# The transport's own numbers; collectives/native/transport.c reads them from here (generated
+# header), so both implementations put the same packets on the wire.
+PUMP_BUDGET = 32                # packets one QP sends per round of the progress engine
+DRAIN_BUDGET = 256              # packets received per round
+PACING_BURST = 16               # the pacer's token bucket, in packets
+RTT_GAIN = 0.125                # SRTT's EWMA gain
+RTO_SRTT_MULT = 4               # RTO = this x SRTT, within [min_rto, max_rto]
+MAX_BACKOFF = 4                 # RTO doublings after consecutive timeouts
+DCQCN_G = 0.0625                # alpha's gain per CNP (DCQCN's g = 1/16)
+RATE_FLOOR = 1e6                # bytes/s: a CNP never cuts below this
+RECOVERY_S = 0.001              # a CNP-free period after which the rate recovers halfway
+RECOVERED = 0.99                # of the target rate: unpaced again
+CNP_GAP_S = 50e-6               # at most one CNP per QP per this
+REORDER_SPAN = 4                # windows ahead a receiver buffers / tracks
+TIMER_TICK_S = 0.002            # the engine's sleep while QPs are busy (timers run per round)
 
 
 class TransportError(RuntimeError):
@@ -63,6 +79,7 @@ class TransportConfig:
     dport: int = rocev2.ROCEV2_PORT
     initial_psn: int | None = None  # None: derived per QP from the session (exercises wrap)
     session: int = 0                # chosen at rendezvous; part of every QP's initial PSN
+    backend: str = ""               # "python" or "native"; "" = native where cc exists
 
     def __post_init__(self) -> None:
         if self.reliability not in RELIABILITY:
@@ -77,6 +94,8 @@ class TransportConfig:
             raise ValueError(f"ack_every must be 1..4096 packets, not {self.ack_every}")
         if self.reorder_threshold < 0:
             raise ValueError(f"reorder_threshold must be >= 0, not {self.reorder_threshold}")
+        if self.backend not in ("", *BACKENDS):
+            raise ValueError(f"backend must be one of {BACKENDS}, not {self.backend!r}")
 
     def gap_threshold(self) -> int:
         return self.reorder_threshold or self.window
@@ -237,7 +256,7 @@ class SendQP:
         if self.rate:
             # a token bucket of 16 packets: the progress loop wakes up coarsely
             gap = size / self.rate
-            self.next_tx = max(self.next_tx, now - 16 * gap) + gap
+            self.next_tx = max(self.next_tx, now - PACING_BURST * gap) + gap
 
     # ---- feedback -----------------------------------------------------------------------
     def on_ack(self, psn: int, syndrome: int, now: float) -> None:
@@ -250,11 +269,13 @@ class SendQP:
                 last = self.inflight[n - 1]
                 if last.sends == 1:
                     sample = now - last.sent_at
-                    self.srtt = sample if not self.srtt else 0.875 * self.srtt + 0.125 * sample
+                    self.srtt = sample if not self.srtt else \
+                        (1 - RTT_GAIN) * self.srtt + RTT_GAIN * sample
                     # min_rto is a floor even above max_rto: a caller sizes it from the
                     # slowest path (a full queue's drain time), and capping it below that
                     # fires on every round trip and resends whole windows
-                    self.rto = max(self.ep.cfg.min_rto, min(4 * self.srtt, self.ep.cfg.max_rto))
+                    self.rto = max(self.ep.cfg.min_rto,
+                                   min(RTO_SRTT_MULT * self.srtt, self.ep.cfg.max_rto))
                 for _ in range(n):
                     p = self.inflight.popleft()
                     self.sr_retx.pop(p.psn, None)
@@ -285,17 +306,17 @@ class SendQP:
         if not self.rate:
             self.rate = self.ep.cfg.line_gbps * 1e9 / 8
         self.target_rate = self.rate
-        self.alpha = 0.9375 * self.alpha + 0.0625
-        self.rate = max(self.rate * (1 - self.alpha / 2), 1e6)
+        self.alpha = (1 - DCQCN_G) * self.alpha + DCQCN_G
+        self.rate = max(self.rate * (1 - self.alpha / 2), RATE_FLOOR)
         self.last_cnp = now
 
     def on_timer(self, now: float) -> None:
-        if self.rate and self.last_cnp and now - self.last_cnp > 0.001:
+        if self.rate and self.last_cnp and now - self.last_cnp > RECOVERY_S:
             # recovery towards the rate before the last cut; unpaced again once reached
             self.rate = (self.rate + self.target_rate) / 2
-            self.alpha *= 0.9375
+            self.alpha *= 1 - DCQCN_G
             self.last_cnp = now
-            if not self.ep.cfg.rate_gbps and self.rate >= 0.99 * self.target_rate:
+            if not self.ep.cfg.rate_gbps and self.rate >= RECOVERED * self.target_rate:
                 self.rate = 0.0
                 self.last_cnp = 0.0
         if not self.inflight or self.resend == 0 and self.ep.cfg.reliability != "sr":
@@ -311,7 +332,7 @@ class SendQP:
             raise PeerUnreachable(
                 f"rank {self.ep.rank}: rank {self.peer} ({self.ep.peers[self.peer]}) did not "
                 f"acknowledge PSN {first.psn} on QP {self.idx} after {self.retries - 1} retries")
-        self.backoff = min(self.retries, 4)
+        self.backoff = min(self.retries, MAX_BACKOFF)
         for hook in self.ep.timeout_hooks:     # the policy: Ethereal re-pins, REPS evicts
             hook(self, first.psn)
         if self.ep.cfg.reliability == "sr":
@@ -347,7 +368,7 @@ class RecvQP:
         st = self.ep.stats
         if ce:
             st.ecn_marked += 1
-            if now - self.last_cnp > 50e-6:
+            if now - self.last_cnp > CNP_GAP_S:
                 self.last_cnp = now
                 self.ep.send_cnp(self.dst, self.ack_qpn)
         echo = (sport, ce)
@@ -366,7 +387,7 @@ class RecvQP:
             if sr:
                 if psn in self.ooo:
                     st.duplicates += 1
-                elif d < 4 * self.ep.cfg.window:
+                elif d < REORDER_SPAN * self.ep.cfg.window:
                     self.ooo[psn] = (op, bytes(body))
                 self._ack(rocev2.AETH_NAK_PSN, self.expected, echo)
             elif not self.nak_sent:
@@ -402,7 +423,7 @@ class RecvQP:
                 if ackreq:
                     self._ack(rocev2.AETH_ACK, wire.psn_add(self.expected, -1), echo)
                 return
-            if d >= 4 * self.ep.cfg.window:
+            if d >= REORDER_SPAN * self.ep.cfg.window:
                 return
             st.out_of_order += 1
             self.seen[psn] = op
@@ -550,6 +571,19 @@ class Endpoint:
     def __post_init__(self) -> None:
         self.stats = Stats()
         self.local = socket.inet_aton(self.peers[self.rank])
+        self._open_sockets()
+        self.ip_id = self.rank * 7919 & 0xFFFF
+        self.sendqps: dict[tuple[int, int], SendQP] = {}
+        self.recvqps: dict[int, RecvQP] = {}
+        self.msgs: dict[tuple[int, int], Message] = {}
+        self.control: dict[int, deque[bytes]] = {p: deque() for p in range(len(self.peers))}
+        self.by_ip = {socket.inet_aton(ip): r for r, ip in enumerate(self.peers)}
+        self._buf = bytearray(9216)
+        self.active: list[SendQP] = []
+        self.timeout_hooks: list[Callable[[SendQP, int], None]] = []
+        self.groups: set[bytes] = set()       # multicast groups joined (their addresses)
+
+    def _open_sockets(self) -> None:
         # Whole IP packets (the ICRC covers IP and UDP header fields) from a raw socket; the
         # UDP socket only owns the port, so that the kernel sends no port-unreachable, and
         # keeps nothing (a socket filter drops all it would queue).
@@ -565,16 +599,6 @@ class Endpoint:
         self.tx.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 8 << 20)
         self.tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, self.local)
         self.tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
-        self.ip_id = self.rank * 7919 & 0xFFFF
-        self.sendqps: dict[tuple[int, int], SendQP] = {}
-        self.recvqps: dict[int, RecvQP] = {}
-        self.msgs: dict[tuple[int, int], Message] = {}
-        self.control: dict[int, deque[bytes]] = {p: deque() for p in range(len(self.peers))}
-        self.by_ip = {socket.inet_aton(ip): r for r, ip in enumerate(self.peers)}
-        self._buf = bytearray(9216)
-        self.active: list[SendQP] = []
-        self.timeout_hooks: list[Callable[[SendQP, int], None]] = []
-        self.groups: set[bytes] = set()       # multicast groups joined (their addresses)
 
     def close(self) -> None:
         self.rx.close()
@@ -590,10 +614,13 @@ class Endpoint:
     def send_frame(self, dst: bytes, sport: int, roce: bytes, tos: int) -> int:
         self.ip_id = self.ip_id % 0xFFFF + 1       # never 0: the kernel would pick its own
         pkt = wire.frame(self.local, dst, sport, self.ip_id, tos, roce, self.cfg.dport)
-        self.tx.sendto(pkt, (socket.inet_ntoa(dst), 0))
+        self._send_ip(pkt, dst)
         self.stats.packets_sent += 1
         self.stats.bytes_injected += len(pkt)
         return len(pkt)
+
+    def _send_ip(self, pkt: bytes, dst: bytes) -> None:
+        self.tx.sendto(pkt, (socket.inet_ntoa(dst), 0))
 
     def send_cnp(self, dst: bytes, qpn: int) -> None:
         self.stats.cnps_sent += 1
@@ -621,6 +648,33 @@ class Endpoint:
         if qp not in self.active:
             self.active.append(qp)
 
+    def set_peer(self, index: int, ip: str) -> None:
+        """Peer number `index` is at `ip` from now on (a new peer at index len(peers)); the
+        QPs with it follow (NetReduce's aggregator is such a peer)."""
+        addr = socket.inet_aton(ip)
+        if index == len(self.peers):
+            self.peers.append(ip)
+            self.control[index] = deque()
+        elif self.peers[index] != ip:
+            self.by_ip.pop(socket.inet_aton(self.peers[index]), None)
+            self.peers[index] = ip
+            for qp in [*self.sendqps.values(), *self.recvqps.values()]:
+                if qp.peer == index:
+                    qp.dst = addr
+        self.by_ip[addr] = index
+
+    def recvqp(self, peer: int, idx: int, expected: int | None = None) -> RecvQP:
+        """The receive QP of (peer, idx), made on first use; `expected`: the first PSN the
+        peer sends (default: the session's initial PSN of the QP)."""
+        qpn = KIND_DATA << 20 | peer << 8 | idx
+        qp = self.recvqps.get(qpn)
+        if qp is None:
+            qp = self.recvqps[qpn] = RecvQP(self, peer, idx)
+            if expected is not None:
+                qp.expected = expected & wire.PSN_MASK
+                qp.max_seen = wire.psn_add(qp.expected, -1)
+        return qp
+
     # ---- receiving ----------------------------------------------------------------------
     def message(self, peer: int, msg_id: int) -> Message:
         msg = self.msgs.get((peer, msg_id))
@@ -632,7 +686,7 @@ class Endpoint:
         if not self.message(peer, msg_id).write(offset, data):
             self.stats.bad_packets += 1
 
-    def _drain(self, now: float, budget: int = 256) -> int:
+    def _drain(self, now: float, budget: int = DRAIN_BUDGET) -> int:
         n = 0
         buf = memoryview(self._buf)
         for n in range(budget):
@@ -688,7 +742,7 @@ class Endpoint:
                 raise wire.WireError(f"RDMA WRITE {op:#x} of {len(body)} bytes has no RETH")
             qp = self.recvqps.get(qpn)
             if qp is None:
-                qp = self.recvqps[qpn] = RecvQP(self, peer, idx)
+                qp = self.recvqp(peer, idx)
             qp.on_data(op, psn, ackreq, body, addr[1], tos & wire.ECN_MASK == wire.ECN_CE, now)
         elif op == rocev2.ACKNOWLEDGE and kind == KIND_ACK:
             if len(data) != 12 + wire.AETH_HDR.size + 4:
@@ -707,17 +761,21 @@ class Endpoint:
     def progress(self, wait: float) -> bool:
         """One round: receive what is there, send what windows allow, run timers; sleep up
         to `wait` seconds if nothing happened. Returns whether anything happened."""
-        now = time.monotonic()
+        work = self._round(time.monotonic())
+        if not work and wait > 0:
+            delay = min(wait, TIMER_TICK_S) if self.active else wait
+            select.select([self.rx], [], [], delay)
+        return bool(work)
+
+    def _round(self, now: float) -> int:
+        """Receive what is there, send what windows allow, run timers; the work done."""
         work = self._drain(now)
         if self.active:
             for qp in self.active:
-                work += qp.pump(now, 32)
+                work += qp.pump(now, PUMP_BUDGET)
                 qp.on_timer(now)
             self.active = [qp for qp in self.active if qp.busy()]
-        if not work and wait > 0:
-            delay = min(wait, 0.002) if self.active else wait
-            select.select([self.rx], [], [], delay)
-        return bool(work)
+        return work
 
     def progress_until(self, done: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
@@ -750,3 +808,13 @@ def _attach_filter(sock: socket.socket, program: list[tuple[int, int, int, int]]
     buf = ctypes.create_string_buffer(code)
     fprog = struct.pack("=HxxxxxxQ", len(program), ctypes.addressof(buf))
     sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
+
+
+def open_endpoint(rank: int, peers: list[str], cfg: TransportConfig) -> Endpoint:
+    """The rank's endpoint on the configured backend: the native data path where a C
+    compiler exists (collectives/native), else this module's (the reference)."""
+    from . import native
+    cfg.backend = cfg.backend or native.default_backend()
+    if cfg.backend == "native":
+        return native.NativeEndpoint(rank, peers, cfg)
+    return Endpoint(rank, peers, cfg)

@@ -45,6 +45,8 @@ AETH_HDR = struct.Struct("!I")            # syndrome | msn
 AGG_HDR = struct.Struct("!HHIBBBB")
 RBCAST_HDR = struct.Struct("!HHIIB3x")    # task, root, chunk, chunks, flags
 CNP_PAD = bytes(16)
+ICRC_BYTES = 4
+ACK_SPORT_MUL = 2654435761                # a CNP's source port: Knuth's multiplicative hash
 
 _ICRC_LRH = b"\xff" * 8
 _ICRC_INIT = zlib.crc32(_ICRC_LRH)
@@ -85,7 +87,7 @@ def echoed_entropy(sport: int) -> int:
 
 def ack_sport(qpn: int) -> int:
     """The fixed source port of a QP's CNPs (ACKs echo the entropy of what they acknowledge)."""
-    return SPORT_MIN | (qpn * 2654435761 >> 7 & 0x3FFF)
+    return SPORT_MIN | (qpn * ACK_SPORT_MUL >> 7 & 0x3FFF)
 
 
 def bth(opcode: int, dqpn: int, psn: int, *, ackreq: bool = False, becn: bool = False,
