@@ -1,14 +1,19 @@
 """Transport goodput between two namespaces (veth, MTU 9000): Mbit/s, packets/s and CPU time
-per packet, for go-back-N, selective repeat and the reorder-tolerant receiver (ooo), IBTA MTU
-1024 and 4096, side by side; the load-balancing policies' tc eBPF programs attached (spray,
-reps, ethereal's pin) next to none (ecmp) in the same run; and the NAK modes again with 1% of
-packets dropped on the wire (ebpf/impair).
+per packet of the native transport (collectives/native, C) and the Python one (its reference),
+side by side: go-back-N, selective repeat and the reorder-tolerant receiver (ooo), IBTA MTU 1024
+and 4096; the load-balancing policies' tc eBPF programs attached (spray, reps, ethereal's pin)
+next to none (ecmp); and the NAK modes again with 1% of packets dropped on the wire
+(ebpf/impair).
 
 Each row is a 2-rank all-to-all of 64 MiB vectors: 32 MiB each way at once, so both
 directions are loaded. Mbit/s counts both directions; CPU time per packet is both rank
-processes' CPU (sending, receiving, ACKs) divided by the data packets. Needs root."""
+processes' CPU (user and kernel: sending, receiving, ACKs, the raw sockets and veth) divided by
+the data packets, "user" only its user-space part (the transport's own work, where C replaces
+Python). Last line: the geometric mean over the rows of Python's CPU per packet over the native
+one's. Needs root."""
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -40,6 +45,30 @@ def _impair(ns: list[str], tag: str, drop: float):
     return prog
 
 
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def _measure(ips, ns, rel: str, mtu: int, policy: str, backend: str):
+    """(Mbit/s, packets/s, CPU us/packet, user CPU us/packet, retransmissions) of one row;
+    None when the policy's eBPF cannot run here."""
+    run = {"collective": "alltoall", "algo": "direct", "dtype": "int32",
+           "elements": 64 * MiB // 4}
+    try:
+        rows = launch(ips, [run], namespaces=ns, timeout=600, policy=policy,
+                      transport={"reliability": rel, "mtu": mtu, "window": 128,
+                                 "backend": backend})
+    except LaunchError as exc:           # no eBPF here: the rows without it stand
+        print(f"({policy} skipped: {exc})")
+        return None
+    cct = max(r["cct_s"] for r in rows)
+    pkts = sum(r["data_packets"] for r in rows)
+    return (64 * MiB * 8 / cct / 1e6, pkts / cct,
+            sum(r["cpu_s"] for r in rows) / pkts * 1e6,
+            sum(r["cpu_user_s"] for r in rows) / pkts * 1e6,
+            sum(r["packets_retransmitted"] for r in rows))
+
+
 def main() -> int:
     if os.geteuid() != 0:
         print("bench_transport: needs root for network namespaces; skipped")
@@ -57,37 +86,37 @@ def main() -> int:
             sh("ip", "-n", n, "addr", "add", f"10.78.0.{i + 1}/24", "dev", dev)
             sh("ip", "-n", n, "link", "set", dev, "mtu", "9000", "up")
         ips = ["10.78.0.1", "10.78.0.2"]
-        print(f"{'mode':<6} {'mtu':>5} {'policy':<9} {'loss':>5} {'Mbit/s':>9} {'pkt/s':>9} "
-              f"{'CPU us/pkt':>11} {'retx':>6} {'vs gbn-1024':>12}")
-        base = None
+        print(f"{'mode':<6} {'mtu':>5} {'policy':<9} {'loss':>5} {'transport':<9} {'Mbit/s':>9} "
+              f"{'pkt/s':>9} {'CPU us/pkt':>11} {'user us/pkt':>12} {'retx':>6} {'py/native':>10}")
         cases = [(rel, mtu, "ecmp", 0.0) for rel in ("gbn", "sr", "ooo") for mtu in (1024, 4096)]
         cases += [("ooo", 1024, policy, 0.0) for policy in ("spray", "reps", "ethereal")]
         cases += [(rel, 1024, "ecmp", 0.01) for rel in ("gbn", "sr", "ooo")]
         impair = None
+        ratios, user_ratios = [], []
         for rel, mtu, policy, drop in cases:
             if drop and impair is None:
                 impair = _impair(ns, tag, drop)
                 if impair is None:
                     break
-            run = {"collective": "alltoall", "algo": "direct", "dtype": "int32",
-                   "elements": 64 * MiB // 4}
-            try:
-                rows = launch(ips, [run], namespaces=ns, timeout=600, policy=policy,
-                              transport={"reliability": rel, "mtu": mtu, "window": 128})
-            except LaunchError as exc:           # no eBPF here: the rows without it stand
-                print(f"({policy} skipped: {exc})")
-                continue
-            cct = max(r["cct_s"] for r in rows)
-            pkts = sum(r["data_packets"] for r in rows)
-            cpu = sum(r["cpu_s"] for r in rows)
-            goodput = 64 * MiB * 8 / cct / 1e6          # both directions together
-            base = base or goodput
-            print(f"{rel:<6} {mtu:>5} {policy:<9} {drop:>5.0%} {goodput:>9.1f} {pkts / cct:>9.0f} "
-                  f"{cpu / pkts * 1e6:>11.2f} "
-                  f"{sum(r['packets_retransmitted'] for r in rows):>6} "
-                  f"{goodput / base:>11.2f}x", flush=True)
+            measured = {}
+            for backend in ("python", "native"):
+                row = _measure(ips, ns, rel, mtu, policy, backend)
+                if row is None:
+                    break
+                measured[backend] = row
+                goodput, pps, cpu, user, retx = row
+                ratio = measured["python"][2] / cpu if backend == "native" else None
+                print(f"{rel:<6} {mtu:>5} {policy:<9} {drop:>5.0%} {backend:<9} {goodput:>9.1f} "
+                      f"{pps:>9.0f} {cpu:>11.2f} {user:>12.2f} {retx:>6} "
+                      f"{f'{ratio:.1f}x' if ratio else '':>10}", flush=True)
+            if len(measured) == 2:
+                ratios.append(measured["python"][2] / measured["native"][2])
+                user_ratios.append(measured["python"][3] / measured["native"][3])
         if impair is not None:
             impair.close()
+        if ratios:
+            print(f"native vs python user-space CPU per packet: {_geomean(user_ratios):.1f}x")
+            print(f"native vs python CPU per packet: {_geomean(ratios):.1f}x")
     finally:
         for n in ns:
             subprocess.run(["ip", "netns", "del", n], capture_output=True)

@@ -5,6 +5,7 @@ Run as `python -m collectives.runner SPEC.json` (the launcher does this per name
 from __future__ import annotations
 
 import json
+import resource
 import sys
 import time
 from dataclasses import asdict
@@ -129,8 +130,10 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
     repicks = comm.policy.repicks
     started = time.time()
     t0, c0 = time.perf_counter(), time.process_time()
+    u0 = resource.getrusage(resource.RUSAGE_SELF).ru_utime
     got = fn(comm, inputs[comm.rank], **kwargs)
     cct, cpu = time.perf_counter() - t0, time.process_time() - c0
+    user = resource.getrusage(resource.RUSAGE_SELF).ru_utime - u0
     after = comm.stats.as_dict()
     delta = {k: after[k] - before[k] for k in after}
     if out_dir is not None:
@@ -139,6 +142,7 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
             "dtype": run["dtype"], "elements": run["elements"], "ranks": comm.size,
             "rank": comm.rank, "policy": spec.get("policy", "ecmp"),
             "reliability": comm.ep.cfg.reliability, "started_at": started, "cct_s": cct, "cpu_s": cpu,
+            "cpu_user_s": user,
             "ok": matches(got, expected(run["collective"], inputs, comm.rank)),
             "bytes_injected": delta["bytes_injected"], "packets_sent": delta["packets_sent"],
             "packets_retransmitted": delta["retransmitted"],

@@ -127,7 +127,7 @@ def _signatures(lib: ctypes.CDLL) -> None:
         "nt_active": ([vp, ctypes.POINTER(u32), u32], u32),
         "nt_take_done": ([vp, ctypes.POINTER(ctypes.POINTER(u64))], u32),
         "nt_error": ([vp, ctypes.POINTER(u32)], None),
-        "nt_icrc": ([ctypes.c_char_p, u32], u32),
+        "nt_icrc": ([ctypes.c_char_p, u32, i], u32),
     }
     for name, (args, res) in sigs.items():
         fn = getattr(lib, name)

@@ -39,6 +39,7 @@ typedef struct {                    /* the head of a send QP that Python reads a
 
 /* ---- CRC-32 (zlib's), slicing by 8 ------------------------------------------------------- */
 static uint32_t crc_tab[8][256];
+static int have_clmul __attribute__((unused));           /* the CPU multiplies carry-less (x86-64: PCLMULQDQ) */
 
 static void crc_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
@@ -49,11 +50,53 @@ static void crc_init(void) {
     for (uint32_t i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
             crc_tab[t][i] = crc_tab[0][crc_tab[t - 1][i] & 0xFF] ^ (crc_tab[t - 1][i] >> 8);
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    have_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+#endif
 }
+
+/* Carry-less multiplication folding (Gopal et al., Intel, "Fast CRC Computation for Generic
+ * Polynomials Using PCLMULQDQ", 2009) for the bit-reflected CRC-32 of zlib: one 128-bit
+ * accumulator folded 16 bytes at a time, then Barrett reduction. The constants are the
+ * paper's for P = 0x104C11DB7: x^(128+32), x^(128-32), x^64 mod P (reflected) and P, mu. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t crc32_clmul(uint32_t state, const uint8_t *p, size_t n) {  /* n >= 32, n % 16 == 0 */
+    const __m128i k34 = _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL);
+    const __m128i k5 = _mm_set_epi64x(0, 0x0163cd6124LL);
+    const __m128i poly = _mm_set_epi64x(0x01f7011641LL, 0x01db710641LL);
+    const __m128i low32 = _mm_setr_epi32(~0, 0, ~0, 0);
+    __m128i x = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)state));
+    for (p += 16, n -= 16; n; p += 16, n -= 16) {
+        __m128i lo = _mm_clmulepi64_si128(x, k34, 0x00);
+        __m128i hi = _mm_clmulepi64_si128(x, k34, 0x11);
+        x = _mm_xor_si128(_mm_xor_si128(lo, hi), _mm_loadu_si128((const __m128i *)p));
+    }
+    /* 128 -> 64 bits */
+    __m128i t = _mm_clmulepi64_si128(x, k34, 0x10);
+    x = _mm_xor_si128(_mm_srli_si128(x, 8), t);
+    t = _mm_srli_si128(x, 4);
+    x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x, low32), k5, 0x00), t);
+    /* Barrett: 64 -> 32 bits */
+    t = _mm_clmulepi64_si128(_mm_and_si128(x, low32), poly, 0x10);
+    t = _mm_clmulepi64_si128(_mm_and_si128(t, low32), poly, 0x00);
+    return (uint32_t)_mm_extract_epi32(_mm_xor_si128(x, t), 1);
+}
+#endif
 
 /* zlib.crc32(buf, crc): continues a CRC */
 static uint32_t crc32_cont(uint32_t crc, const uint8_t *p, size_t n) {
     crc = ~crc;
+#if defined(__x86_64__)
+    if (have_clmul && n >= 64) {
+        size_t m = n & ~(size_t)15;
+        crc = crc32_clmul(crc, p, m);
+        p += m;
+        n -= m;
+    }
+#endif
     while (n && ((uintptr_t)p & 7)) { crc = crc_tab[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8); n--; }
     while (n >= 8) {
         uint32_t lo, hi;
@@ -1079,8 +1122,18 @@ void nt_error(ep_t *ep, uint32_t *info) {
     info[2] = ep->err_retries;
 }
 
-uint32_t nt_icrc(const uint8_t *pkt, uint32_t roce_len) {
+/* the ICRC of a frame whose RoCE part (without ICRC) is `roce_len` long; `clmul` 0 forces the
+ * table (tests compare both with zlib's) */
+uint32_t nt_icrc(const uint8_t *pkt, uint32_t roce_len, int clmul) {
     static int ready;
     if (!ready) { crc_init(); ready = 1; }
+#if defined(__x86_64__)
+    int had = have_clmul;
+    have_clmul = had && clmul;
+    uint32_t crc = icrc(pkt, roce_len);
+    have_clmul = had;
+    return crc;
+#else
     return icrc(pkt, roce_len);
+#endif
 }
