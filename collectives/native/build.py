@@ -40,7 +40,7 @@ def constants() -> dict[str, int | float]:
         "KIND_DATA", "KIND_ACK", "SPORT_MIN", "BTH_BYTES")}
     names |= {k: getattr(wire, k) for k in (
         "PSN_MASK", "PSN_HALF", "ECHO_MUL", "ACK_SPORT_MUL", "ECN_ECT0", "ECN_CE", "ECN_MASK",
-        "ICRC_BYTES")}
+        "ICRC_BYTES", "MIN_PACKET")}
     names |= {"IPPROTO_UDP_NUM": rocev2.UDP, "RETH_BYTES": wire.RETH_HDR.size,
               "AETH_BYTES": wire.AETH_HDR.size, "CNP_PAD_BYTES": len(wire.CNP_PAD),
               "UDP_BYTES": wire.UDP_HDR.size,
@@ -122,6 +122,7 @@ def _signatures(lib: ctypes.CDLL) -> None:
         "nt_msg_received": ([vp, u32, u32], u64),
         "nt_msg_forget": ([vp, u32, u32], None),
         "nt_round": ([vp, d], i),
+        "nt_receive": ([vp, ctypes.c_char_p, u32, d], i),
         "nt_progress": ([vp, d], i),
         "nt_send_frame": ([vp, u32, u32, ctypes.c_char_p, u32, u32], u32),
         "nt_active": ([vp, ctypes.POINTER(u32), u32], u32),

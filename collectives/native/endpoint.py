@@ -117,13 +117,14 @@ class NativeMessage(Message):
     def received(self, value: int) -> None:
         self._received = value
 
-    def post(self, nbytes: int) -> None:
-        super().post(nbytes)
+    def post(self, nbytes: int) -> int:
+        outside = super().post(nbytes)
         if nbytes:
             self._keep = (ctypes.c_char * nbytes).from_buffer(self.buf)
             self._ep._lib.nt_msg_register(self._ep._ep, *self._key, self._keep, nbytes,
                                           self._received)
             self._registered = True
+        return outside
 
     def forget(self) -> None:
         if self._registered:
@@ -168,6 +169,7 @@ class NativeEndpoint(Endpoint):
         for r, ip in enumerate(self.peers):
             self._lib.nt_set_peer(self._ep, r, _u32(socket.inet_aton(ip)))
         self.timeout_hooks: list[Callable] = []
+        self.groups: set[bytes] = set()
         self._wrs: dict[int, tuple[SendOp, object, object]] = {}
         self._next_wr = 0
         self._now: float | None = None        # the round's time when a caller fixes it
@@ -243,16 +245,18 @@ class NativeEndpoint(Endpoint):
         return msg
 
     def _callback(self, kind: int, a: int, b: int, c: int, p: int, n: int) -> int:
-        """What transport.c hands up: a packet of an opcode a collective owns, bytes of a
-        message not posted yet, a control message, a timeout (the policy's hooks), a new
-        receive QP's initial PSN."""
+        """What transport.c hands up: a packet of an opcode a collective owns (to
+        Endpoint.receive, the reference's checks and handlers), bytes of a message not posted
+        yet, a control message, a timeout (the policy's hooks), a new receive QP's initial
+        PSN."""
         try:
             if kind == CB_PLACE:
                 self.place(a, b, c, memoryview(ctypes.string_at(p, n)))
             elif kind == CB_CONTROL:
                 self.control[a].append(ctypes.string_at(p, n))
             elif kind == CB_PACKET:
-                self._handle(memoryview(ctypes.string_at(p, n)), a, b, c)
+                Endpoint.receive(self, memoryview(ctypes.string_at(p, n)),
+                                 self._now if self._now is not None else time.monotonic())
             elif kind == CB_TIMEOUT:
                 qp = self._qps[a]
                 for hook in self.timeout_hooks:
@@ -265,21 +269,6 @@ class NativeEndpoint(Endpoint):
         except BaseException as exc:  # noqa: BLE001 - raised again once C has returned
             self._error = exc
             return ERR_CALLBACK
-
-    def _handle(self, data: memoryview, src: int, sport: int, tos: int) -> None:
-        """Endpoint._dispatch for opcodes a collective registered a handler for."""
-        handler = self.handlers.get(data[0])
-        if handler is None:
-            if not tos & 0x100:           # a bad ICRC was counted already: dropped
-                self.stats.bad_packets += 1
-            return
-        addr = (socket.inet_ntoa(src.to_bytes(4, sys.byteorder)), sport)
-        try:
-            wire.parse_bth(data)
-            handler(data, addr, tos & 0xFF, self._now if self._now is not None
-                    else time.monotonic())
-        except wire.WireError:
-            self.stats.bad_packets += 1
 
     # ---- the progress engine ------------------------------------------------------------
     def _settle(self, result: int) -> int:
@@ -299,6 +288,14 @@ class NativeEndpoint(Endpoint):
         if result < 0:
             raise TransportError(f"rank {self.rank}: native transport error {result}")
         return result
+
+    def receive(self, packet: memoryview, now: float) -> None:
+        """One IP packet, as if the raw socket had delivered it (tests feed packets so)."""
+        self._now = now
+        try:
+            self._settle(self._lib.nt_receive(self._ep, bytes(packet), len(packet), now))
+        finally:
+            self._now = None
 
     def _round(self, now: float) -> int:
         self._now = now

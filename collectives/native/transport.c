@@ -882,10 +882,6 @@ static int dispatch(ep_t *ep, const uint8_t *data, uint32_t len, uint32_t src, u
     uint32_t qpn = get32(data + 4) & PSN_MASK, apsn = get32(data + 8);
     uint32_t psn = apsn & PSN_MASK;
     int ackreq = apsn >> 31;
-    if (!rc_op(op)) {               /* the handlers of collectives that own an opcode */
-        ep->notify = 1;
-        return ep->cb(CB_PACKET, src, sport, tos, data, len) < 0 ? ERR_CALLBACK : 0;
-    }
     int from = peer_of(ep, src);
     uint32_t kind = qpn >> 20, peer = qpn >> 8 & 0xFFF, idx = qpn & 0xFF;
     if (from < 0 || peer != (uint32_t)from || peer >= ep->npeers) {
@@ -893,7 +889,10 @@ static int dispatch(ep_t *ep, const uint8_t *data, uint32_t len, uint32_t src, u
         return 0;
     }
     if ((is_write(op) || is_send(op)) && kind == KIND_DATA) {
-        if (len < BTH_BYTES + ICRC_BYTES + pad) {        /* padding longer than the payload */
+        /* wire.payload, and a first WRITE packet's RETH: before any state changes */
+        if (len < BTH_BYTES + ICRC_BYTES + pad ||
+            ((op == WRITE_FIRST || op == WRITE_ONLY) &&
+             len - BTH_BYTES - ICRC_BYTES - pad < RETH_BYTES)) {
             ep->stats.bad_packets++;
             return 0;
         }
@@ -909,7 +908,11 @@ static int dispatch(ep_t *ep, const uint8_t *data, uint32_t len, uint32_t src, u
         if (r == 1) ep->stats.bad_packets++;
         return r < 0 ? r : 0;
     }
-    if (op == ACKNOWLEDGE && kind == KIND_ACK && len >= BTH_BYTES + AETH_BYTES + ICRC_BYTES) {
+    if (op == ACKNOWLEDGE && kind == KIND_ACK) {
+        if (len != BTH_BYTES + AETH_BYTES + ICRC_BYTES) {
+            ep->stats.bad_packets++;
+            return 0;
+        }
         sqp_t *qp = ep->sqps[peer * MAX_QPS + idx];
         if (qp) on_ack(ep, qp, psn, data[BTH_BYTES], now);
         return 0;
@@ -923,34 +926,39 @@ static int dispatch(ep_t *ep, const uint8_t *data, uint32_t len, uint32_t src, u
     return 0;
 }
 
-/* one received IP packet (Endpoint._drain's loop body) */
+/* Endpoint.receive: one IP packet as the raw socket delivers it (the socket filter passed only
+ * IPv4 with a 20-byte header, UDP to our port, no fragments). Every length is checked before a
+ * header is read; a malformed packet is counted and dropped. Opcodes no RC QP takes (the
+ * collectives' own) go to Python's Endpoint.receive whole, which checks them itself. */
 static int receive(ep_t *ep, const uint8_t *pkt, uint32_t size, double now) {
-    if (size < IP_UDP_BYTES) {      /* too short for its ICRC too (wire.icrc_ok) */
-        ep->stats.icrc_errors++;
+    if (size >= 20 && memcmp(pkt + 16, &ep->cfg.local, 4) && !(pkt[16] >= 224 && pkt[16] <= 239))
+        return 0;                   /* another address on this host */
+    if (size < MIN_PACKET || get16(pkt + 2) != size || get16(pkt + 24) != size - 20) {
+        ep->stats.bad_packets++;    /* wire.check_packet */
         return 0;
     }
-    uint32_t dst;
-    memcpy(&dst, pkt + 16, 4);
-    if (dst != ep->cfg.local && !(pkt[16] >= 224 && pkt[16] <= 239))
-        return 0;                   /* another address on this host */
     const uint8_t *data = pkt + IP_UDP_BYTES;
     uint32_t len = size - IP_UDP_BYTES;
-    int bad_crc = size < IP_UDP_BYTES + BTH_BYTES + 2 * ICRC_BYTES;
-    if (!bad_crc) {
-        uint32_t crc = icrc(pkt, len - ICRC_BYTES);
-        bad_crc = memcmp(&crc, pkt + size - ICRC_BYTES, 4) != 0;
-    }
-    uint32_t src, tos = pkt[1];
-    memcpy(&src, pkt + 12, 4);
-    if (bad_crc) {
-        ep->stats.icrc_errors++;
-        /* A NIC drops it. The project's own headers are rewritten by switches that do not
-         * update the ICRC (p4src/README.md): Python's handlers decide for those. */
-        if (len < 1 || rc_op(data[0])) return 0;
+    if (!rc_op(data[0])) {
         ep->notify = 1;
-        return ep->cb(CB_PACKET, src, get16(pkt + 20), tos | 0x100, data, len) < 0 ? ERR_CALLBACK : 0;
+        return ep->cb(CB_PACKET, 0, 0, 0, pkt, size) < 0 ? ERR_CALLBACK : 0;
     }
-    return dispatch(ep, data, len, src, get16(pkt + 20), tos, now);
+    uint32_t crc = icrc(pkt, len - ICRC_BYTES);
+    if (memcmp(&crc, pkt + size - ICRC_BYTES, 4)) {
+        ep->stats.icrc_errors++;    /* a NIC drops it */
+        return 0;
+    }
+    uint32_t src;
+    memcpy(&src, pkt + 12, 4);
+    return dispatch(ep, data, len, src, get16(pkt + 20), pkt[1], now);
+}
+
+/* Endpoint.receive from Python (tests feed packets this way) */
+int nt_receive(ep_t *ep, const uint8_t *pkt, uint32_t size, double now) {
+    ep->error = 0;
+    int r = receive(ep, pkt, size, now);
+    tx_flush(ep);
+    return r < 0 ? r : 0;
 }
 
 /* Endpoint._drain */

@@ -247,3 +247,34 @@ def test_icrc_matches_zlib_at_every_length(clmul):
         roce = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
         frame = wire.frame(src, dst, 0xC000 + n, n, 2, roce)
         assert lib.nt_icrc(frame, n, clmul).to_bytes(4, "little") == frame[-4:], n
+
+
+def test_malformed_packets_count_alike():
+    """Every malformed packet tests/collectives/malformed.py makes (broken headers with valid
+    ICRCs, truncations, mutations, multicast replicas): the same counts on both transports,
+    and no QP state from a malformed packet."""
+    import random as _random
+
+    from malformed import broken_headers, mutated, stream, templates
+    group = "239.77.0.9"
+    counts = []
+    for cls in (PyWired, NativeWired):
+        ep = cls(0, ["10.9.0.1", "10.9.0.2", "10.9.0.3"], TransportConfig(session=9))
+        ep.groups.add(socket.inet_aton(group))
+        try:
+            got = []
+            t = templates(_random.Random(1), 1, "10.9.0.2", "10.9.0.1", group)
+            pkts = list(broken_headers(t).values())
+            rng = _random.Random(4)
+            pkts += [mutated(rng, p) for p in t.values() for _ in range(20)]
+            pkts += [p[:cut] for p in t.values() for cut in (0, 10, 27, 28, 39, 44, len(p) - 1)]
+            pkts += [p for dst, p in stream(5, ["10.9.0.1"], 300, group)]
+            for p in pkts:
+                before = (ep.stats.bad_packets, ep.stats.icrc_errors)
+                ep.receive(memoryview(bytearray(p)), 0.0)
+                got.append((ep.stats.bad_packets - before[0], ep.stats.icrc_errors - before[1]))
+            counts.append(got)
+        finally:
+            ep.close()
+    assert counts[0] == counts[1]
+    assert sum(b for b, _ in counts[1]) > 100 and sum(i for _, i in counts[1]) > 100
