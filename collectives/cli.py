@@ -10,13 +10,14 @@ from fabricmodel.topology import TopologyError, load
 
 from .launch import LaunchError, launch
 from .lb import POLICIES
+from .native import default_backend
 from .results import read_jsonl, summary, write_jsonl
 from .runner import ALGORITHMS, DTYPES
 from .train import ALGOS as TRAIN_ALGOS
 from .train import TrainConfig
 from .train_launch import consistent, plot, train_all
 from .train_launch import table as train_table
-from .transport import RELIABILITY
+from .transport import BACKENDS, RELIABILITY
 
 SIZE_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -62,6 +63,10 @@ def main() -> None:
 @click.option("--reliability", type=click.Choice(list(RELIABILITY)), default="ooo",
               show_default=True, help="ooo: a receiver that tolerates reordering (what spraying "
                                       "assumes); gbn, sr: NAK at the first gap.")
+@click.option("--transport", "backend", type=click.Choice(list(BACKENDS)),
+              default=default_backend(), show_default=True,
+              help="The hosts' RoCEv2 data path: native (C, collectives/native; where a C "
+                   "compiler exists) or python (the reference).")
 @click.option("--fabricd", help="fabricd's address: Ethereal learns the installed fabric there.")
 @click.option("--mtu", type=click.Choice(["256", "512", "1024", "2048", "4096"]),
               default="1024", show_default=True)
@@ -82,7 +87,7 @@ def main() -> None:
               help="TCP rendezvous port on rank 0.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Append result JSON lines here.")
 def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy, qps, reliability,
-        fabricd, mtu, window, rate_gbps, repeat, aggregator, job_id, slots, credits, group, port,
+        backend, fabricd, mtu, window, rate_gbps, repeat, aggregator, job_id, slots, credits, group, port,
         out):
     """Run one collective on every rank and print the summary table."""
     ip_list, ns_list = _split(ips), _split(namespaces)
@@ -117,7 +122,7 @@ def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy,
         rows = launch(ip_list, runs, namespaces=ns_list or None, policy=policy, qps=qps,
                       port=port, topology=topology, fabricd=fabricd,
                       transport={"reliability": reliability, "mtu": int(mtu), "window": window,
-                                 "rate_gbps": rate_gbps})
+                                 "rate_gbps": rate_gbps, "backend": backend})
     except LaunchError as exc:
         raise click.ClickException(str(exc)) from None
     if out:

@@ -30,8 +30,10 @@ from report import HEADERS, MTU, plot, table
 
 from collectives.cli import parse_size
 from collectives.launch import LaunchError, policy_program
+from collectives.native import default_backend
 from collectives.runner import ALGORITHMS
 from collectives.train import TrainConfig
+from collectives.transport import BACKENDS
 from fabricmodel.topology import TopologyError, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -170,6 +172,10 @@ def _drain_rto(depth: int, mbps: float) -> float:
                                       "spraying and REPS assume (all policies use it); sr, gbn: "
                                       "NAK at the first gap, which turns reordering into "
                                       "retransmissions.")
+@click.option("--transport", "backend", type=click.Choice(list(BACKENDS)),
+              default=default_backend(), show_default=True,
+              help="The hosts' RoCEv2 data path: native (C) where a C compiler exists, or "
+                   "python (the reference).")
 @click.option("--min-rto", type=click.FloatRange(0.001),
               help="Minimum retransmission timeout in s [default: twice a full queue's "
                    "drain time]. A NIC's few ms would fire spuriously on Python switches.")
@@ -211,7 +217,7 @@ def _drain_rto(depth: int, mbps: float) -> float:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out", show_default=True)
 def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth, window,
-         ack_every, reliability, min_rto, failures, failure_collective, ideas, train,
+         ack_every, reliability, backend, min_rto, failures, failure_collective, ideas, train,
          train_epochs, part_one, ideas_only, ideas_topology, ideas_size, ideas_link_mbps,
          vclos_seeds, vclos_repeats, cli, pcap, switch_logs, out_dir):
     """Run collectives under four load-balancing policies on an emulated P4 fabric."""
@@ -249,14 +255,14 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
         rows, failed = part_one_runs(target, topology, topo, link_mbps, queue_depth, window,
                                      ack_every, reliability, min_rto, policy_list, runs,
                                      repeat, failures, failure_pair, size, cli, out_dir,
-                                     Capture(pcap, switch_logs))
+                                     Capture(pcap, switch_logs), backend=backend)
     extra = []
     if ideas:
         try:
             extra = part2.run(ideas_topology, out_dir, ideas_link_mbps, queue_depth,
                               target, COMPILERS[target],
                               {"reliability": reliability, "window": window,
-                               "ack_every": ack_every,
+                               "ack_every": ack_every, "backend": backend,
                                "min_rto": min_rto or _drain_rto(queue_depth, ideas_link_mbps)},
                               parse_size(ideas_size) // 4, seeds=tuple(range(vclos_seeds)),
                               repeats=vclos_repeats, ideas=tuple(ideas_list),
@@ -288,7 +294,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
 
 def part_one_runs(target, topology, topo, link_mbps, queue_depth, window, ack_every,
                   reliability, min_rto, policy_list, runs, repeat, failures, failure_pair,
-                  size, cli, out_dir, capture: Capture) -> tuple[list[dict], list]:
+                  size, cli, out_dir, capture: Capture, backend: str = "") -> tuple[list[dict], list]:
     """Part one on its own fabric: every run under every policy, then the link failures."""
     logs = out_dir / "logs"
     click.echo(f"demo: {topo.name}: {len(topo.switches)} {target} switches, "
@@ -311,7 +317,8 @@ def part_one_runs(target, topology, topo, link_mbps, queue_depth, window, ack_ev
             click.echo("demo: every host reaches every other through the fabric")
             ranked = sorted(topo.hosts.values(), key=lambda h: h.rank)
             transport = {"reliability": reliability, "window": window, "ack_every": ack_every,
-                         "min_rto": min_rto or _drain_rto(queue_depth, link_mbps)}
+                         "min_rto": min_rto or _drain_rto(queue_depth, link_mbps),
+                         "backend": backend}
             with host_netns(net, [h.name for h in ranked]) as namespaces:
                 ranks = Ranks(topo, namespaces, transport)
                 rows = measure(fabricd, topo, ranks, policy_list, runs, range(repeat))
