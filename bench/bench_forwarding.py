@@ -16,6 +16,7 @@ offered the same loads, from 5,000 packets/s to flood (see RATES).
 
 Needs root. Prints one table and the ratios side by side; the native pipeline's ns per packet
 in-process is bench_p4switch.py's."""
+import argparse
 import functools
 import json
 import os
@@ -40,6 +41,7 @@ from targets import compile_for, l3_routes, start_target  # noqa: E402
 from collectives import netreduce as nr  # noqa: E402
 from ebpf import tc as ebpf_tc  # noqa: E402
 from fabricmodel import rocev2  # noqa: E402
+from p4switch.device.native_device import IO_MODES  # noqa: E402
 from p4switch.native import available, build  # noqa: E402
 
 L3 = ROOT / "tests" / "p4switch" / "device_programs" / "l3.p4"
@@ -316,17 +318,19 @@ def costed(pid, measure, *args):
     return (*result, 1e6 * (cpu_seconds(pid) - before) / packets if packets else None)
 
 
-def through_switch(target, traffic, hosts, sw_ends, configs, job):
-    """target: p4switch-native, p4switch-python or bmv2; configs caches compiled programs.
+def through_switch(target, traffic, hosts, sw_ends, configs, job, rates):
+    """target: p4switch-native (@IO: its --io), p4switch-python or bmv2; configs caches
+    compiled programs.
     -> [(offered pps, delivered pps, delivered fraction, switch CPU us per packet)] per rate."""
     program, write, how = TRAFFIC[traffic]
+    target, _, io = target.partition("@")
     if (target, program) not in configs:
         configs[(target, program)] = sh.FwdPipeConfig(
             *compile_for(target, str(program), str(configs["dir"])))
     set_gateway_mac(hosts, GW_MAC)
     switch = start_target(target, sw_ends, 1)
     if target.startswith("p4switch"):
-        switch.args += ["--queue-depth", "1024"]
+        switch.args += ["--queue-depth", "1024"] + (["--io", io] if io else [])
     with switch:
         pid = switch.proc.pid
         sh.setup(device_id=1, grpc_addr=switch.grpc_addr, election_id=(0, 1), verbose=False,
@@ -337,12 +341,12 @@ def through_switch(target, traffic, hosts, sw_ends, configs, job):
                 write(sh.context.p4info, job)
                 return [costed(pid, aggregation, hosts, rate, job) for rate in AGG_RATES]
             write(sh.context.p4info)
-            return [costed(pid, how, hosts, rate) for rate in RATES]
+            return [costed(pid, how, hosts, rate) for rate in rates]
         finally:
             sh.teardown()
 
 
-def through_bridge(hosts, sw_ends):
+def through_bridge(hosts, sw_ends, rates, hows):
     """{measure function: results}. The bridge gets a namespace of its own: there no host
     firewall (e.g. Docker's FORWARD DROP with bridge-nf-call-iptables) sees the bridged
     frames. Multicast snooping off: the bridge floods the group's frames to every port."""
@@ -358,8 +362,8 @@ def through_bridge(hosts, sw_ends):
         # Same frames as through the router: the gateway MAC resolves to the other host.
         set_gateway_mac(hosts, {1: HOST_MAC[2], 2: HOST_MAC[1], 3: HOST_MAC[1], 4: HOST_MAC[1]})
         # the bridge forwards in the kernel, in the sender's system calls: no process to cost
-        return {how: [how(hosts, rate)[:3] + (None,) for rate in RATES]
-                for how in (unicast, multicast)}
+        return {how: [how(hosts, rate)[:3] + (None,) for rate in rates]
+                for how in (unicast, multicast) if how in hows}
     finally:
         sh_run("ip", "netns", "del", ns, check=False)
 
@@ -368,31 +372,57 @@ NAMES = {"p4switch-native": "p4switch native", "p4switch-python": "p4switch pyth
          "bmv2": "simple_switch_grpc -O0"}
 
 
+def path_name(target: str) -> str:
+    base, _, io = target.partition("@")
+    return NAMES[base] + (f" {io}" if io else "")
+
+
+def arguments():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traffic", action="append", choices=list(TRAFFIC),
+                        help="only this traffic (repeatable; default: all)")
+    parser.add_argument("--io", action="append", choices=IO_MODES,
+                        help="native backend rows, one per p4switch run --io mode (repeatable; "
+                        "default: one row, the default mode)")
+    parser.add_argument("--no-python", action="store_true",
+                        help="leave out the Python backend (its rows take the longest)")
+    parser.add_argument("--rates", type=lambda v: tuple(int(float(r)) for r in v.split(",")),
+                        default=RATES, help="offered packets/s, comma-separated, 0 = flood "
+                        f"(default {','.join(map(str, RATES))})")
+    return parser.parse_args()
+
+
 def main():
+    args = arguments()
     if os.geteuid() != 0:
         sys.exit("bench_forwarding needs root (network namespaces)")
     trafgen()                                   # no cc: stop before building anything
-    targets = (["p4switch-native"] if available() else []) + ["p4switch-python"]
+    natives = [f"p4switch-native@{io}" for io in args.io] if args.io else ["p4switch-native"]
+    targets = (natives if available() else []) + ([] if args.no_python else ["p4switch-python"])
     if shutil.which("simple_switch_grpc") and shutil.which("p4c-bm2-ss"):
         targets.append("bmv2")
+    traffics = {t: TRAFFIC[t] for t in (args.traffic or TRAFFIC)}
+    print(f"load average before: {os.getloadavg()[0]:.1f} (1 min), {os.cpu_count()} CPUs",
+          flush=True)
     hosts, sw_ends = make_hosts()
     job = Job()
     runs = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             configs = {"dir": pathlib.Path(tmp)}
-            for traffic in TRAFFIC:
+            for traffic in traffics:
                 for target in targets:
                     runs[(traffic, target)] = through_switch(target, traffic, hosts, sw_ends,
-                                                             configs, job)
-        bridge = through_bridge(hosts, sw_ends)
+                                                             configs, job, args.rates)
+        bridge = through_bridge(hosts, sw_ends, args.rates, {h for _, _, h in traffics.values()})
     finally:
         for ns in hosts.values():
             sh_run("ip", "netns", "del", ns, check=False)
-    report(targets, runs, bridge)
+    print(f"load average after: {os.getloadavg()[0]:.1f} (1 min)")
+    report(targets, runs, bridge, traffics, args.rates)
 
 
-def report(targets, runs, bridge):
+def report(targets, runs, bridge, traffics, rates_offered):
     print(f"\n{PAYLOAD}-byte UDP payloads from bench/trafgen.c (C, sendmmsg batches, paced to "
           f"the offered load; multicast: to 2 receivers, delivered = copies/s summed), counted "
           f"at the receiving interfaces (rx_packets, ingress drops all) from 0.5 s after the "
@@ -402,13 +432,14 @@ def report(targets, runs, bridge):
           f"simple_switch_grpc is BMv2 1.15.5 built -O0")
     print(f"{'traffic':<24}{'path':<24}{'offered':>8}{'offered pps':>13}{'delivered pps':>15}"
           f"{'delivered':>11}{'vs bridge':>11}{'vs python':>11}{'switch CPU':>12}")
-    for traffic, (_, _, how) in TRAFFIC.items():
+    for traffic, (_, _, how) in traffics.items():
         base = bridge.get(how)
-        for i, rate in enumerate(AGG_RATES if how is aggregation else RATES):
+        for i, rate in enumerate(AGG_RATES if how is aggregation else rates_offered):
             rows = ([("linux bridge" + (" (flood)" if how is multicast else ""), base[i])]
                     if base else [("linux bridge", None)])
-            rows += [(NAMES[t], runs[(traffic, t)][i]) for t in targets]
-            python = runs[(traffic, "p4switch-python")][i][1]
+            rows += [(path_name(t), runs[(traffic, t)][i]) for t in targets]
+            python = runs[(traffic, "p4switch-python")][i][1] \
+                if (traffic, "p4switch-python") in runs else None
             for name, result in rows:
                 label = f"{rate // 1000}k/s" if rate else "flood"
                 if result is None:
@@ -423,14 +454,15 @@ def report(targets, runs, bridge):
     print("\nEach path's capacity (the most it delivered at any offered load above), native's "
           "capacity as a multiple of it, and the switch process's CPU time per packet at that "
           "load (in the kernel on its behalf too) as a multiple of native's:")
-    for traffic, (_, _, how) in TRAFFIC.items():
-        native = runs.get((traffic, "p4switch-native"))
+    for traffic, (_, _, how) in traffics.items():
+        native = runs.get((traffic, targets[0])) if targets[0].startswith("p4switch-native") \
+            else None
         if not native:
             continue
-        paths = [(NAMES[t], runs[(traffic, t)]) for t in targets]
+        paths = [(path_name(t), runs[(traffic, t)]) for t in targets]
         if how in bridge:
             paths.insert(0, ("linux bridge", bridge[how]))
-        rates = AGG_RATES if how is aggregation else RATES
+        rates = AGG_RATES if how is aggregation else rates_offered
         top = max(native, key=lambda r: r[1])
         print(f"  {traffic}")
         for name, results in paths:

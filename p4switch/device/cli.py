@@ -8,6 +8,7 @@ import threading
 
 import click
 
+from .native_device import IO_MODES
 from .traffic_manager import parse_rate
 
 
@@ -83,10 +84,14 @@ def _per_port(kind, parse, minimum):
 @click.option("--backend", type=click.Choice(["python", "native"]), default=None,
               help="Pipeline execution: native (compiled to C, the default where a C compiler "
               "exists) or python (the reference, with per-packet logs and pcap).")
+@click.option("--io", "io_mode", type=click.Choice(IO_MODES), default=IO_MODES[0],
+              help="How the native backend receives frames: PACKET_MMAP rings (mmap-v2 hands "
+              "over each frame at once, mmap-v3 in blocks, up to 1 ms later) or recvmmsg. A port "
+              "that takes no ring falls back to recvmmsg.")
 def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, grpc_server_cert,
                 grpc_server_key, grpc_server_cacert, client_auth, cpu_port, log_console,
                 log_file, queue_rate, queue_depth, pcap_dir, control_socket, include_dirs,
-                backend):
+                backend, io_mode):
     """Run a v1model switch on Linux interfaces, serving P4Runtime (like simple_switch_grpc).
 
     PROGRAM is a P4_16 file to start with; or --no-p4 to wait for a controller."""
@@ -121,7 +126,7 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, gr
     log = EventLog(log_console, log_file)
     try:
         if backend == "native":
-            device = NativeDevice(interfaces, cpu_port, tm)
+            device = NativeDevice(interfaces, cpu_port, tm, io_mode)
         else:
             device = Device(interfaces, cpu_port, tm, log, pcap_dir)
     except OSError as exc:

@@ -12,6 +12,10 @@ import threading
 
 from .ports import PortGone, open_ports
 
+# --io: how device.c receives (its IO_* numbers, in this order); the first is the default
+IO_MODES = ("mmap-v2", "mmap-v3", "recvmmsg")
+_IO_NUMBER = {"recvmmsg": 0, "mmap-v2": 1, "mmap-v3": 2}
+
 
 class NativeQueues:
     """The egress queue settings (as TrafficManager's API for the control socket), applied to
@@ -67,8 +71,10 @@ class NativeQueues:
 class NativeDevice:
     backend = "native"
 
-    def __init__(self, interfaces: dict[int, str], cpu_port: int | None, tm: NativeQueues):
+    def __init__(self, interfaces: dict[int, str], cpu_port: int | None, tm: NativeQueues,
+                 io: str = IO_MODES[0]):
         self.cpu_port = cpu_port
+        self.io = io
         self.tm = tm
         self.lock = threading.RLock()        # the control plane's; packets take the native lock
         self.sw = None
@@ -120,7 +126,7 @@ class NativeDevice:
         fds = (ctypes.c_int * max(len(numbers), 1))(*[self.ports[n].fileno() for n in numbers])
         nums = (ctypes.c_uint32 * max(len(numbers), 1))(*numbers)
         lib.dev_configure(len(numbers), fds, nums, -1 if self.cpu_port is None else self.cpu_port,
-                          self._punt_tx.fileno())
+                          self._punt_tx.fileno(), _IO_NUMBER[self.io])
         self.tm.attach(lib)
         self._lib = lib
         self._threads = [threading.Thread(target=self._ingress, args=(lib,), name="ingress", daemon=True),
@@ -134,8 +140,16 @@ class NativeDevice:
             fds = (ctypes.c_int * max(len(numbers), 1))(*[self.ports[n].fileno() for n in numbers])
             nums = (ctypes.c_uint32 * max(len(numbers), 1))(*numbers)
             gone = ctypes.c_int(-1)
-            if not lib.dev_ingress_loop(len(numbers), fds, nums, self._wake_rx.fileno(), ctypes.byref(gone)):
-                return
+            if lib.dev_rings_open(len(numbers), fds) < 0:
+                print(f"p4switch: a port takes no PACKET_MMAP ring (--io {self.io}): receiving "
+                      "with recvmmsg", file=sys.stderr, flush=True)
+                self.io = "recvmmsg"
+            try:
+                if not lib.dev_ingress_loop(len(numbers), fds, nums, self._wake_rx.fileno(),
+                                            ctypes.byref(gone)):
+                    return
+            finally:
+                lib.dev_rings_close(len(numbers), fds)
             port = self.ports.pop(gone.value, None)
             if port is not None:
                 print(f"p4switch: port {port.number} ({port.ifname}) is gone; the switch keeps running "

@@ -5,6 +5,7 @@ completed, since the frame leaves through another interface that will not do it.
 from __future__ import annotations
 
 import array
+import contextlib
 import errno
 import socket
 import struct
@@ -14,6 +15,7 @@ SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_AUXDATA = 8
+PACKET_IGNORE_OUTGOING = 23               # Linux 4.20
 TP_STATUS_CSUMNOTREADY = 0x8
 TP_STATUS_VLAN_VALID = 0x10
 TP_STATUS_VLAN_TPID_VALID = 0x40
@@ -37,6 +39,11 @@ class RawPort:
             mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
             self.sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
             self.sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            # the frames this switch sends out of the port are not handed back to it (each
+            # would cost a clone, a queueing and a read to throw away); older kernels hand
+            # them back and receive() drops them
+            with contextlib.suppress(OSError):
+                self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
             _grow_buffers(self.sock, 4 << 20)
         except OSError:
             self.sock.close()

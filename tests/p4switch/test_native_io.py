@@ -1,0 +1,72 @@
+"""`p4switch run --io`: the native device's ways of receiving (PACKET_MMAP rings of TPACKET_V2
+and V3, recvmmsg) each forward a stream in order and put back the VLAN tag that the kernel took
+off a received frame (the frame leaves tagged: the receiver's kernel reports the same tag)."""
+from __future__ import annotations
+
+import pathlib
+import socket
+import struct
+
+import pytest
+from test_device_net import ETH_TEST, links, receive_all  # noqa: F401 (fixture)
+
+from p4switch.device.native_device import IO_MODES
+from p4switch.device.process import SwitchProcess
+from p4switch.native import available
+
+pytestmark = [pytest.mark.netns,
+              pytest.mark.skipif(not available(), reason="no C compiler (cc) for the native backend")]
+PROGRAMS = pathlib.Path(__file__).parent / "device_programs"
+SOL_PACKET, PACKET_AUXDATA, TP_STATUS_VLAN_VALID = 263, 8, 0x10
+AUX = struct.Struct("=IIIHHHH")             # struct tpacket_auxdata
+
+
+def frame(seq: int, vlan: int | None = None) -> bytes:
+    tag = b"\x81\x00" + vlan.to_bytes(2, "big") if vlan is not None else b""
+    head = b"\x02" * 6 + b"\x04" * 6 + tag + ETH_TEST.to_bytes(2, "big") + seq.to_bytes(4, "big")
+    return head + bytes(64 - len(head))
+
+
+def receive_tagged(sock: socket.socket) -> list[tuple[bytes, int | None]]:
+    """(frame as the kernel hands it over, VLAN id it took off or None) until 0.5 s of quiet"""
+    sock.settimeout(0.5)
+    out = []
+    while True:
+        try:
+            data, anc, _, addr = sock.recvmsg(2048, socket.CMSG_SPACE(AUX.size))
+        except TimeoutError:
+            return out
+        if addr[2] == socket.PACKET_OUTGOING:
+            continue
+        vlan = None
+        for level, kind, raw in anc:
+            if (level, kind) == (SOL_PACKET, PACKET_AUXDATA):
+                status, _len, _snaplen, _mac, _net, tci, _tpid = AUX.unpack(raw[:AUX.size])
+                vlan = tci & 0xFFF if status & TP_STATUS_VLAN_VALID else None
+        out.append((data, vlan))
+
+
+@pytest.mark.parametrize("io", IO_MODES)
+def test_io_mode_forwards_in_order_and_keeps_vlan_tags(io, links):  # noqa: F811
+    (sw_a, host_a), (sw_b, host_b) = links.local(), links.local()
+    args = [str(PROGRAMS / "queue.p4"), "-i", f"1@{sw_a}", "-i", f"2@{sw_b}", "--io", io,
+            "--backend", "native"]
+    with SwitchProcess(args) as switch:
+        rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        rx.bind((host_b, 0))
+        rx.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+        tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        tx.bind((host_a, 0))
+        sent = [frame(i) for i in range(40)] + [frame(40, vlan=7)]
+        for f in sent:
+            tx.send(f)
+        got = [(f, v) for f, v in receive_tagged(rx) if ETH_TEST.to_bytes(2, "big") in f[12:18]]
+        rx.close()
+        tx.close()
+        assert not any("receiving with recvmmsg" in line for line in switch.output) or \
+            io == "recvmmsg", switch.output
+    # queue.p4 writes the queue depth (0: cut through) into the source address
+    tagged = frame(40, vlan=7)
+    assert [(f[:6] + f[12:], v) for f, v in got] == \
+        [(frame(i)[:6] + frame(i)[12:], None) for i in range(40)] + \
+        [(tagged[:6] + tagged[16:], 7)]
