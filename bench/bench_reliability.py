@@ -14,6 +14,13 @@ Sections (each a function returning rows; `--only NAME` runs some of them):
                 namespaced ranks during ring, halving-doubling, multicast Allgather and
                 all-to-all (tests/collectives/malformed.py): packets sent, counted by the
                 ranks (bad_packets + icrc_errors), ranks that died, results exact (root)
+  switch_restart a leaf SIGKILLed mid ring all-reduce on the netns fabric, restarted empty on
+                the same ports: seconds to serve again and to be re-pushed by fabricd, CCT
+                next to an undisturbed run, results exact, entries off the intent (root)
+  fabricd_restart fabricd SIGKILLed mid-burst, a switch changed behind its back, fabricd
+                restarted: entries duplicated / missing / stale against the intent
+  tls           P4Runtime per RPC (new channel + call; call on an open channel) under
+                plaintext, TLS and mutual TLS, side by side
 """
 from __future__ import annotations
 
@@ -23,8 +30,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,9 +149,184 @@ def fuzz(args) -> list[Row]:
     return rows
 
 
+def switch_restart(args) -> list[Row]:
+    """A leaf SIGKILLed in the middle of a ring all-reduce on the netns fabric and restarted
+    empty on the same ports (needs root): the time it took to serve again, to be re-pushed by
+    fabricd, the collective's time next to an undisturbed one, exactness, entries off."""
+    if os.geteuid() != 0:
+        return [Row("switch restart mid-collective", "skipped", "needs root for namespaces", 0)]
+    from tests.conftest import NetnsFactory  # noqa: PLC0415
+    from tests.netns_fabric import build  # noqa: PLC0415
+
+    topo = (ROOT / "controller" / "topologies" / "leafspine-2x2.yaml").read_text()
+    factory = NetnsFactory()
+    with tempfile.TemporaryDirectory(prefix="bench-rel-") as tmp:
+        fabric_gen = build(factory, Path(tmp), topo, queue_depth=512)
+        net = next(fabric_gen)
+        try:
+            hosts = ["h1", "h2", "h3", "h4"]
+            plan = [{"collective": "allreduce", "algo": "ring", "dtype": "int32",
+                     "elements": args.restart_elements}]
+            kw = {"namespaces": [net.hosts[h] for h in hosts], "timeout": 600,
+                  "step_timeout": 300, "transport": {"min_rto": 0.2, "max_rto": 0.5,
+                                                     "retry_limit": 400}}
+            ips = [net.ip(h) for h in hosts]
+            quiet = launch(ips, plan, **kw)
+            times = {}
+
+            def crash():
+                net.wait_for_traffic(net.host_port("h1"), args.restart_elements)   # mid-run
+                times["killed"] = time.monotonic()
+                times["restart"] = net.restart_switch("leaf1")
+                while "leaf1: re-synchronised" not in net.log.read_text():
+                    time.sleep(0.02)
+                times["resynced"] = time.monotonic() - times["killed"]
+
+            crasher = threading.Thread(target=crash, daemon=True)
+            hit = launch(ips, plan, during=crasher.start, **kw)
+            crasher.join(120)
+            off = sum(sum(d.values()) for d in net.difference().values())
+        finally:
+            fabric_gen.close()
+            factory.cleanup()
+    cct = max(r["cct_s"] for r in hit)
+    inexact = sum(not r["ok"] for r in hit)
+    return [Row("switch restart mid-collective",
+                f"leaf1 killed once h1 sent it {args.restart_elements / 2**20:.0f} MiB of a "
+                f"ring all-reduce of {args.restart_elements * 4 / 2**20:.0f} MiB (4 ranks)",
+                f"serving again {times.get('restart', float('nan')):.2f} s, re-pushed "
+                f"{times.get('resynced', float('nan')):.2f} s after the kill; CCT "
+                f"{cct:.2f} s vs {max(r['cct_s'] for r in quiet):.2f} s undisturbed; "
+                f"{sum(r['packets_retransmitted'] for r in hit)} retransmitted; "
+                f"{len(hit) - inexact}/{len(hit)} exact; {off} entries off",
+                inexact + off + ("resynced" not in times))]
+
+
+def fabricd_restart(args) -> list[Row]:
+    """fabricd SIGKILLed in the middle of a burst of requests to 4 p4switch processes, one
+    switch changed behind its back, fabricd restarted: entries duplicated, missing, stale."""
+    from p4switch.device.process import SwitchProcess  # noqa: PLC0415
+    from tests.fabricd_process import (  # noqa: PLC0415
+        Fabricd,
+        compile_fabric,
+        difference,
+        intended,
+        meddle,
+        read_back,
+    )
+
+    ids = {"leaf1": 1, "leaf2": 2, "spine1": 3, "spine2": 4}
+    topo = ROOT / "controller" / "topologies" / "leafspine-2x2.yaml"
+    with tempfile.TemporaryDirectory(prefix="bench-rel-") as tmp:
+        compiled = compile_fabric(Path(tmp))
+        switches = {n: SwitchProcess(["--no-p4", "--device-id", str(i)]).__enter__()
+                    for n, i in ids.items()}
+        daemon = Fabricd(Path(tmp), compiled, {n: sw.grpc_addr for n, sw in switches.items()},
+                         topo)
+        try:
+            server = daemon.start()
+            fabricctl = [sys.executable, "-m", "controller.fabricctl", "--server", server]
+            subprocess.run([*fabricctl, "step", "install", "a2a", "--pins"]
+                           + [a for f in ("h1:h3", "h2:h4", "h3:h1", "h4:h2")
+                              for a in ("--flow", f"{f}:65536")], check=True, cwd=ROOT,
+                           capture_output=True)
+            burst = subprocess.Popen(
+                ["sh", "-c", " ; ".join(" ".join([*fabricctl, "group", "create", f"g{i}",
+                                                  "h1", "h2", "h3", "h4"])
+                                        for i in range(args.burst))],
+                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            state = Path(tmp) / "state.json"
+            while '"g1"' not in state.read_text() and burst.poll() is None:
+                time.sleep(0.02)
+            daemon.kill()
+            burst.wait(120)
+            meddle(daemon.addresses, ids["leaf2"], compiled[2], "leaf2")
+            want = intended(state, compiled[2])
+            before = read_back(daemon.addresses, ids, compiled[2])
+            t0 = time.monotonic()
+            daemon.start()
+            took = time.monotonic() - t0
+            after = read_back(daemon.addresses, ids, compiled[2])
+        finally:
+            daemon.stop()
+            for sw in switches.values():
+                sw.stop()
+    total = {k: sum(difference(want[n], after[n])[k] for n in ids)
+             for k in ("duplicated", "missing", "stale")}
+    off_before = sum(sum(difference(want[n], before[n]).values()) for n in ids)
+    entries = sum(want[n].size() for n in ids)
+    return [Row("fabricd restart after SIGKILL",
+                f"{entries} entries on 4 switches, killed mid-burst of {args.burst} requests, "
+                f"{off_before} entries off before the restart",
+                f"{total['duplicated']} duplicated, {total['missing']} missing, "
+                f"{total['stale']} stale after it (start + reconcile {took:.1f} s)",
+                sum(total.values()))]
+
+
+def tls_cost(args) -> list[Row]:
+    """Per RPC, against p4switch's P4Runtime server: a new channel (TCP + handshake) and one
+    Capabilities call, and one call on an open channel; plaintext, TLS, mutual TLS, measured
+    side by side (medians)."""
+    import statistics  # noqa: PLC0415
+
+    import grpc  # noqa: PLC0415
+    from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc  # noqa: PLC0415
+
+    from controller.tls import ClientTLS, channel  # noqa: PLC0415
+    from p4switch.device.process import SwitchProcess  # noqa: PLC0415
+    from tests.tls_certs import make_certs  # noqa: PLC0415
+
+    request = p4runtime_pb2.CapabilitiesRequest()
+    own = [("grpc.use_local_subchannel_pool", 1)]  # a new channel never reuses a connection
+
+    def fresh(address, tls) -> float:
+        t0 = time.perf_counter()
+        with (grpc.insecure_channel(address, own) if tls is None else
+              grpc.secure_channel(address, tls.credentials(), own)) as ch:
+            p4runtime_pb2_grpc.P4RuntimeStub(ch).Capabilities(request, timeout=10)
+        return time.perf_counter() - t0
+
+    def reused(stub) -> float:
+        t0 = time.perf_counter()
+        stub.Capabilities(request, timeout=10)
+        return time.perf_counter() - t0
+
+    with tempfile.TemporaryDirectory(prefix="bench-rel-") as tmp, ExitStack() as stack:
+        c = make_certs(Path(tmp))
+        server = ["--grpc-server-ssl", "--grpc-server-cert", str(c.server_cert),
+                  "--grpc-server-key", str(c.server_key)]
+        modes = {"plaintext": ([], None),
+                 "TLS": (server, ClientTLS.from_files(c.ca)),
+                 "mutual TLS": ([*server, "--grpc-server-cacert", str(c.ca),
+                                 "--grpc-server-with-client-auth"],
+                                ClientTLS.from_files(c.ca, c.client_cert, c.client_key))}
+        addr = {m: stack.enter_context(SwitchProcess(["--no-p4", *flags])).grpc_addr
+                for m, (flags, _) in modes.items()}
+        # the modes take turns, RPC by RPC, so that the machine's load falls on all alike
+        first = {m: [] for m in modes}
+        for _ in range(args.tls_rpcs):
+            for m, (_, tls) in modes.items():
+                first[m].append(fresh(addr[m], tls))
+        stubs = {m: p4runtime_pb2_grpc.P4RuntimeStub(
+                     stack.enter_context(channel(addr[m], tls))) for m, (_, tls) in modes.items()}
+        again = {m: [] for m in modes}
+        for _ in range(args.tls_rpcs + 1):
+            for m in modes:
+                again[m].append(reused(stubs[m]))
+        got = {m: (statistics.median(first[m]), statistics.median(again[m][1:])) for m in modes}
+    base = got["plaintext"]
+    return [Row(f"P4Runtime {mode}", f"{args.tls_rpcs} RPCs each way",
+                f"new channel + RPC {fresh * 1e3:.2f} ms ({fresh / base[0]:.2f}x plaintext), "
+                f"RPC on an open channel {reused * 1e3:.2f} ms ({reused / base[1]:.2f}x)", 0)
+            for mode, (fresh, reused) in got.items()]
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "fuzz": fuzz,
     "bad_packets": bad_packets,
+    "switch_restart": switch_restart,
+    "fabricd_restart": fabricd_restart,
+    "tls": tls_cost,
 }
 
 
@@ -154,6 +338,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fuzz-frames", type=int, default=100_000,
                     help="frames through each backend of the configured fabric.p4")
     ap.add_argument("--seed", type=int, default=1, help="the fuzz frames' seed")
+    ap.add_argument("--restart-elements", type=int, default=1 << 20,
+                    help="int32 elements of the all-reduce a switch restart hits")
+    ap.add_argument("--burst", type=int, default=20,
+                    help="requests in the burst fabricd is killed in the middle of")
+    ap.add_argument("--tls-rpcs", type=int, default=200, help="RPCs per TLS measurement")
     args = ap.parse_args(argv)
     rows: list[Row] = []
     for name, section in SECTIONS.items():

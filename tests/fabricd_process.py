@@ -7,12 +7,13 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import p4switch
 from controller import encode_fabric
 from controller.intent import Intent
-from controller.p4rt import Device, Pipeline, sync
+from controller.p4rt import Device, MulticastGroup, Pipeline, sync
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -113,3 +114,27 @@ def difference(want: sync.State, have: sync.State) -> dict[str, int]:
     return {"duplicated": dup,
             "missing": len(want_e - have_e) + len(want_g - have_g),
             "stale": len(have_e - want_e) + len(have_g - want_g)}
+
+
+def meddle(addresses: dict[str, str], device_id: int, pipeline: Pipeline,
+           name: str) -> dict[str, int]:
+    """While fabricd is down, another controller changes `name`: deletes two entries fabricd
+    installed, changes the action data of a third and adds a multicast group of its own.
+    -> what fabricd must undo: {"insert": 2, "modify": 1, "delete": 1}. It uses fabricd's
+    election id: a higher one would keep fabricd a backup afterwards (a switch makes primary
+    only an id at least as high as the highest it has seen)."""
+    dev = Device(name, addresses[name], device_id, pipeline, election_id=1, timeout=5)
+    dev.conn.open()
+    try:
+        have = dev.read_state().table_entries
+        with_params = [e for e in have if e.params and not e.default]
+        changed = with_params[0]
+        param, value = next(iter(changed.params.items()))
+        other = value ^ 1 if isinstance(value, int) else bytes([value[0] ^ 1]) + value[1:]
+        gone = [e for e in have if e is not changed and not e.default][:2]
+        dev.write([(sync.DELETE, e) for e in gone]
+                  + [(sync.MODIFY, replace(changed, params={**changed.params, param: other})),
+                     (sync.INSERT, MulticastGroup(4000, ((1, 1), (2, 1))))])
+    finally:
+        dev.close()
+    return {"insert": 2, "modify": 1, "delete": 1}

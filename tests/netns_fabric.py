@@ -81,6 +81,25 @@ class Fabric:
                  str(self.topo.switch(switch).device_id), kind, json.dumps(reads))
         return json.loads(got.stdout)
 
+    def host_port(self, host: str) -> str:
+        """The switch-side interface of `host`'s cable (in the fabric's namespace)."""
+        lk = next(lk for lk in self.topo.links if host in (lk.a, lk.b))
+        return lk.b_intf if lk.a == host else lk.a_intf
+
+    def rx_bytes(self, intf: str) -> int:
+        """Bytes received so far on a switch interface (the fabric's namespace)."""
+        out = subprocess.run(["ip", "-n", self.fab, "-j", "-s", "link", "show", "dev", intf],
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out)[0]["stats64"]["rx"]["bytes"]
+
+    def wait_for_traffic(self, intf: str, nbytes: int, timeout: float = 120.0) -> None:
+        """Poll until `nbytes` more have come in on `intf`: a collective is under way."""
+        base, deadline = self.rx_bytes(intf), time.monotonic() + timeout
+        while self.rx_bytes(intf) - base < nbytes:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no traffic on {intf} within {timeout} s")
+            time.sleep(0.01)
+
     def restart_switch(self, name: str) -> float:
         """SIGKILL switch `name` (a crash: no goodbye to fabricd) and start it again on the
         same interfaces and P4Runtime address, empty; -> seconds until it serves again."""

@@ -7,7 +7,6 @@ processes that only fabricd configured, hosts in namespaces):
   the ranks report the sub-flows they re-picked."""
 from __future__ import annotations
 
-import json
 import subprocess
 import threading
 import time
@@ -34,20 +33,6 @@ def net(netns_factory, tmp_path):
     yield from build(netns_factory, tmp_path, TOPO.read_text(), queue_depth=512)
 
 
-def rx_bytes(ns: str, intf: str) -> int:
-    out = subprocess.run(["ip", "-n", ns, "-j", "-s", "link", "show", "dev", intf],
-                         capture_output=True, text=True, check=True).stdout
-    return json.loads(out)[0]["stats64"]["rx"]["bytes"]
-
-
-def wait_for_traffic(ns: str, intf: str, nbytes: int, timeout: float = 120.0) -> None:
-    """Poll until `nbytes` more have come in on `intf`: the collective is under way."""
-    base, deadline = rx_bytes(ns, intf), time.monotonic() + timeout
-    while rx_bytes(ns, intf) - base < nbytes:
-        assert time.monotonic() < deadline, f"no traffic on {intf}"
-        time.sleep(0.01)
-
-
 def run(net, tmp_path, collective: str, algo: str, elements: int, policy: str, during):
     ips = [net.ip(h) for h in HOSTS]
     plan = [{"collective": collective, "algo": algo, "dtype": "int32", "elements": elements}]
@@ -56,17 +41,11 @@ def run(net, tmp_path, collective: str, algo: str, elements: int, policy: str, d
                   topology=str(TOPO), during=during)
 
 
-def host_port(net, host: str) -> str:
-    """The switch-side interface of `host`'s cable (in the fabric's namespace)."""
-    lk = next(lk for lk in net.topo.links if host in (lk.a, lk.b))
-    return lk.b_intf if lk.a == host else lk.a_intf
-
-
 def test_switch_restart_mid_collective_is_repushed_and_the_collective_exact(net, tmp_path):
     events = {}
 
     def crash_leaf1():
-        wait_for_traffic(net.fab, host_port(net, "h1"), 256 << 10)
+        net.wait_for_traffic(net.host_port("h1"), 256 << 10)
         events["killed"] = time.monotonic()
         events["restart_s"] = net.restart_switch("leaf1")
         deadline = time.monotonic() + 120
@@ -97,7 +76,7 @@ def test_link_flap_twice_during_ethereal_alltoall_is_exact_and_repicks_are_repor
     flaps = []
 
     def flap_twice():
-        wait_for_traffic(net.fab, link.a_intf, 128 << 10)
+        net.wait_for_traffic(link.a_intf, 128 << 10)
         for _ in range(2):
             subprocess.run(["ip", "-n", net.fab, "link", "set", link.a_intf, "down"],
                            check=True)

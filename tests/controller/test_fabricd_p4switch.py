@@ -8,16 +8,15 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from controller import fabricctl
-from controller.p4rt import Device, MulticastGroup, P4RuntimeError, Pipeline, sync
+from controller.p4rt import P4RuntimeError, Pipeline
 from p4switch.device.process import SwitchProcess
-from tests.fabricd_process import Fabricd, difference, intended, read_back
+from tests.fabricd_process import Fabricd, difference, intended, meddle, read_back
 
 REPO = Path(__file__).resolve().parents[2]
 TOPO = REPO / "controller" / "topologies" / "leafspine-2x2.yaml"
@@ -138,29 +137,6 @@ def test_fabricd_installs_reconciles_and_survives_restarts(fabric, compiled_fabr
             time.sleep(0.3)
 
 
-def meddle(addresses: dict[str, str], pipeline: Pipeline, name: str) -> dict[str, int]:
-    """While fabricd is down, another controller changes `name`: deletes two entries fabricd
-    installed, changes the action data of a third and adds a multicast group of its own.
-    -> what fabricd must undo: {"insert": 2, "modify": 1, "delete": 1}. It uses fabricd's
-    election id: a higher one would keep fabricd a backup afterwards (a switch makes primary
-    only an id at least as high as the highest it has seen)."""
-    dev = Device(name, addresses[name], SWITCHES[name], pipeline, election_id=1, timeout=5)
-    dev.conn.open()
-    try:
-        have = dev.read_state().table_entries
-        with_params = [e for e in have if e.params and not e.default]
-        changed = with_params[0]
-        param, value = next(iter(changed.params.items()))
-        other = value ^ 1 if isinstance(value, int) else bytes([value[0] ^ 1]) + value[1:]
-        gone = [e for e in have if e is not changed and not e.default][:2]
-        dev.write([(sync.DELETE, e) for e in gone]
-                  + [(sync.MODIFY, replace(changed, params={**changed.params, param: other})),
-                     (sync.INSERT, MulticastGroup(4000, ((1, 1), (2, 1))))])
-    finally:
-        dev.close()
-    return {"insert": 2, "modify": 1, "delete": 1}
-
-
 def test_fabricd_restart_after_a_kill_reconciles_to_the_intent(fabric, compiled_fabric):
     """fabricd killed (SIGKILL) in the middle of a burst of requests, the switches changed
     behind its back while it is down; restarted with the same --state, it leaves every switch
@@ -184,7 +160,7 @@ def test_fabricd_restart_after_a_kill_reconciles_to_the_intent(fabric, compiled_
         time.sleep(0.02)
     daemon.kill()
     burst.wait(60)
-    undo = meddle(daemon.addresses, pipeline, "leaf2")
+    undo = meddle(daemon.addresses, SWITCHES["leaf2"], pipeline, "leaf2")
     want = intended(state, pipeline)
     assert difference(want["leaf2"], read_back(daemon.addresses, SWITCHES, pipeline)["leaf2"]) \
         != {"duplicated": 0, "missing": 0, "stale": 0}

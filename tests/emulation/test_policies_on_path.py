@@ -17,6 +17,7 @@ from scapy.layers.l2 import Ether
 
 from collectives.entropy import derived_sport
 from collectives.launch import launch, policy_program
+from collectives.lb import REPS_FIRST_WINDOW
 from fabricmodel.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,18 +163,42 @@ def test_spraying_over_both_spines_reorders_without_retransmitting(fabric):
 
 
 def test_reps_recycles_the_entropies_its_acks_bring_back(fabric):
+    """What REPS's design guarantees, whatever the machine's load: each data packet takes one
+    entropy; the first window explores; after it a packet takes the oldest entropy an echo
+    brought back, and a random one only when none is cached; the cache holds only entropies
+    this connection's own packets carried. How many packets recycle is not asserted: an ACK
+    that overtakes an earlier one (ACKs are sprayed too) frees two window slots with one echo,
+    and the slot without an echo draws a random entropy. The later the echoes (queues on a
+    busy machine), the more of that: 341/384 = 0.888 recycled failed a 0.9 threshold at a
+    high load, 23 of 32 on one connection at a load average of 17, with no echo lost or
+    marked. The share is printed."""
     _, _, hosts, _ = fabric
     rows, pkts = _launch(fabric, "reps")
     reps = policy_program("reps")
     data = _check_standard(pkts)
-    states = [reps.state(h.ip, (1 << 20) | src.rank << 8)
-              for src in hosts for h in hosts if h is not src]
-    chosen = sum(s.n_explore + s.n_recycled + s.n_random for s in states)
+    carried = defaultdict(set)            # (receiver, QP) -> entropies its data packets carried
+    for pkt in data:
+        carried[pkt["IP"].dst, pkt[BTH].dqpn].add(pkt[UDP].sport)
+    states = {(h.ip, (1 << 20) | src.rank << 8): reps.state(h.ip, (1 << 20) | src.rank << 8)
+              for src in hosts for h in hosts if h is not src}
+    chosen = sum(s.n_explore + s.n_recycled + s.n_random for s in states.values())
     assert chosen == len(data) == sum(r["data_packets"] for r in rows)
-    recycled = sum(s.n_recycled for s in states)
-    assert recycled / sum(s.n_recycled + s.n_random for s in states) >= 0.9
-    acks = sum(s.acks_good + s.acks_ece for s in states)
-    assert acks >= 0.95 * len(data)          # every acknowledged packet's entropy came back
+    for conn, s in states.items():
+        sent = s.n_explore + s.n_recycled + s.n_random
+        assert s.n_explore == min(sent, REPS_FIRST_WINDOW), s      # the first window explores
+        assert s.acks_foreign == 0 and 0 < s.acks_good + s.acks_ece <= sent, s
+        # nothing leaves the cache that an echo did not bring back: what came back was
+        # recycled, is still cached, was pushed out of a full cache, or was evicted (a
+        # congestion mark, a timeout)
+        assert s.n_recycled + len(s.cache) + s.overwritten <= s.acks_good, s
+        assert set(s.cache) <= carried[conn], (conn, s)
+    recycled = sum(s.n_recycled for s in states.values())
+    random = sum(s.n_random for s in states.values())
+    assert recycled > 0                   # the sender is window-limited: echoes come back
+    print(f"REPS: {recycled} recycled, {random} random after the first window "
+          f"({recycled / max(1, recycled + random):.3f}), "
+          f"{sum(s.acks_ece for s in states.values())} marked echoes, "
+          f"{sum(r['timeouts'] for r in rows)} timeouts")
 
 
 def _spine_tx(fabricd, spine):
