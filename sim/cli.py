@@ -20,7 +20,7 @@ from sim.collective import POLICIES, Run
 from sim.fabric import LinkSpec, Transport
 from sim.ideas import multicast_allgather
 from sim.ideas import netreduce as run_netreduce
-from sim.train import train
+from sim.train import trace, train
 from sim.workloads import ALGORITHMS, steps
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -244,3 +244,4 @@ def _ideas_out(rows: list[dict], jsonl: Path, unit: str) -> None:
 
 
 main.add_command(train)
+main.add_command(trace)

@@ -14,12 +14,12 @@ from tqdm import tqdm
 
 from collectives.cli import parse_size
 from collectives.results import format_table
-from fabricmodel.topology import Topology, leaf_spine
+from fabricmodel.topology import Topology, TopologyError, leaf_spine, load
 from figures import png
 from sim.collective import POLICIES
-from sim.dag_run import SEGMENT, DagRun, training_transport
+from sim.dag_run import DagRun, training_transport
 from sim.fabric import LinkSpec
-from workloads import generators, hierarchy
+from workloads import chakra, generators, hierarchy
 from workloads.dag import Workload
 from workloads.models import GPUS, MODELS, Cluster
 
@@ -77,6 +77,10 @@ def run_rows(cases: list[tuple], jsonl: Path, *, link: LinkSpec, segment: int) -
     return rows
 
 
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.{3 if seconds < 1e-3 else 2}f}"
+
+
 def _key(r: dict) -> tuple:
     return (r["case"], r["gpus"], r["intra_gbytes_s"])
 
@@ -96,9 +100,8 @@ def table(rows: list[dict]) -> str:
         it = r["iteration_s"]
         lines.append([r["workload"], str(r["gpus"]), str(r["hosts"]),
                       f"{r['intra_gbytes_s']:g}", r["policy"], r["allreduce"], r["allgather"],
-                      f"{it * 1e3:.2f}" if it else "unfinished",
-                      f"{r['compute_bound_s'] * 1e3:.2f}",
-                      f"{r['exposed_comm_s'] * 1e3:.2f}" if it else "-",
+                      _ms(it) if it else "unfinished", _ms(r["compute_bound_s"]),
+                      _ms(r["exposed_comm_s"]) if it else "-",
                       f"{base[_key(r)] / it:.2f}x" if it and _key(r) in base else "-",
                       f"{r['nic_bytes_max'] / GB:.2f}", str(r["retransmitted"]),
                       "yes" if r["ok"] else "NO"])
@@ -198,4 +201,46 @@ def train(model, parallelism, gpus, gpus_per_host, intra_gbs, policies, allreduc
            f"{gbps:g} Gbps NICs, {seg // 1024} KiB segments")
 
 
-__all__ = ["train", "SEGMENT"]
+@click.command()
+@click.argument("prefix")
+@click.option("--topology", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A topology file [default: a leaf-spine sized to the ranks' hosts].")
+@click.option("--gpus-per-host", type=click.IntRange(1),
+              help="Ranks per host [default: the trace's, else 1].")
+@click.option("--comm-groups", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="ASTRA-sim communicator-group JSON for the nodes' pg_name.")
+@click.option("--intra-gbs", default="600", show_default=True)
+@click.option("--policies", default="ecmp", show_default=True)
+@click.option("--allreduce", default="ring", show_default=True)
+@click.option("--allgather", default="ring", show_default=True)
+@click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
+@click.option("--hosts-per-leaf", type=click.IntRange(1), default=16, show_default=True)
+@click.option("--segment", default="64KiB", show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=ROOT / "out" / "sim", show_default=True)
+def trace(prefix, topology, gpus_per_host, comm_groups, intra_gbs, policies, allreduce,
+          allgather, gbps, hosts_per_leaf, segment, out_dir):
+    """A Chakra execution-trace set (PREFIX.<rank>.et, as ASTRA-sim names them) on ns-3."""
+    try:
+        wl = chakra.read(prefix, gpus_per_host=gpus_per_host, comm_groups=comm_groups)
+    except chakra.ChakraError as err:
+        raise click.BadParameter(str(err), param_hint="PREFIX") from None
+    hosts = -(-wl.n // wl.gpus_per_host)
+    try:
+        topo = load(topology) if topology else fabric_for(hosts, hosts_per_leaf)
+    except TopologyError as err:
+        raise click.BadParameter(str(err), param_hint="--topology") from None
+    if len(topo.hosts) < hosts:
+        raise click.BadParameter(f"{topo.name} has {len(topo.hosts)} hosts; the trace needs "
+                                 f"{hosts}", param_hint="--topology")
+    intras = [g * GB for g in _numbers(intra_gbs, "--intra-gbs")]
+    pols = _list(policies, POLICIES, "policy", "--policies")
+    ars = _list(allreduce, hierarchy.ALLREDUCE, "all-reduce algorithm", "--allreduce")
+    ags = _list(allgather, hierarchy.ALLGATHER, "all-gather algorithm", "--allgather")
+    seg = parse_size(segment)
+    cases = [(wl.name, wl, topo, p, a, g, i)
+             for i, p, a, g in itertools.product(intras, pols, ars, ags)]
+    name = f"trace-{wl.name}"
+    rows = run_rows(cases, out_dir / f"{name}.jsonl", link=LinkSpec(gbps), segment=seg)
+    finish(rows, out_dir, name, f"Chakra trace {prefix} ({wl.n} ranks, {wl.gpus_per_host} per "
+           f"host) on {topo.name}, {gbps:g} Gbps, {seg // 1024} KiB segments")

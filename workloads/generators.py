@@ -20,8 +20,8 @@ class _Rank:
 
     def add(self, name: str, kind: str, stream: str, deps=(), **kw) -> int:
         oid = len(self.ops)
-        self.ops.append(Op(oid, name, kind, stream, tuple(d for d in deps if d is not None),
-                           **kw))
+        deps = tuple(dict.fromkeys(d for d in deps if d is not None))
+        self.ops.append(Op(oid, name, kind, stream, deps, **kw))
         return oid
 
 

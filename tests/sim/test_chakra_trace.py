@@ -1,0 +1,46 @@
+"""A Chakra trace set written by the project runs on ns-3 to the same iteration time as the DAG
+it came from; `python -m sim trace` runs it, and refuses a malformed one naming file and node."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from fabricmodel.topology import leaf_spine
+from sim.cli import main
+from sim.dag_run import DagRun
+from sim.fabric import LinkSpec
+from workloads import chakra
+from workloads.generators import gpt_3d
+from workloads.models import Cluster, Model
+
+LINK = LinkSpec(gbps=100, delay_ns=500)
+TINY = Model("tiny GPT", 40e6, layers=4, hidden=1024, seq=256)    # a few MB per collective
+
+
+def test_chakra_trace_runs_to_the_dags_iteration_time(tmp_path):
+    wl = gpt_3d(TINY, Cluster(16, 4), pipeline=2, micro_batches=2)
+    chakra.write(wl, tmp_path / "gpt")
+    back = chakra.read(tmp_path / "gpt")
+    rows = [DagRun(w, leaf_spine(2, 2, 2), "ethereal", link=LINK).run() for w in (wl, back)]
+    assert rows[0]["ok"] and rows[1]["ok"]
+    assert rows[1]["iteration_s"] == rows[0]["iteration_s"]
+    assert rows[0]["iteration_s"] > rows[0]["compute_bound_s"]
+
+
+def test_chakra_trace_cli(tmp_path):
+    wl = gpt_3d("gpt3-13b", Cluster(8, 4), pipeline=2, micro_batches=1)
+    chakra.write(wl, tmp_path / "t" / "job")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["trace", str(tmp_path / "t" / "job"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    row = json.loads((out / "trace-job.jsonl").read_text())
+    assert row["ok"] and row["gpus"] == 8 and row["hosts"] == 2
+    # a malformed set: refused with the file and node, nothing written
+    bad = tmp_path / "t" / "job.1.et"
+    bad.write_bytes(bad.read_bytes().replace(b"comm_size", b"comm_xize", 1))
+    result = CliRunner().invoke(main, ["trace", str(tmp_path / "t" / "job"),
+                                       "--out", str(tmp_path / "out2")])
+    assert result.exit_code == 2
+    assert f"{bad}: node" in result.output and "comm_size" in result.output
+    assert not (tmp_path / "out2").exists()
