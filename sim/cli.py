@@ -13,9 +13,10 @@ from tqdm import tqdm
 from collectives.cli import parse_size
 from collectives.results import format_table
 from controller.aggregation import MAX_WORKERS
+from controller.vclos import AllocationError
 from fabricmodel.topology import Topology, TopologyError, leaf_spine, load
 from sim import calibration as cal
-from sim import report
+from sim import report, tenants
 from sim.collective import POLICIES, Run
 from sim.fabric import LinkSpec, Transport
 from sim.ideas import multicast_allgather
@@ -144,6 +145,62 @@ def finish(rows: list[dict], jsonl: Path, png: Path, title: str) -> None:
     click.echo(report.table(rows))
     report.plot(rows, png, title)
     click.echo(f"\nsim: results in {jsonl}, plot in {png}")
+    if not all(r["ok"] for r in rows):
+        raise SystemExit(1)
+
+
+@main.command("jobs-packet")
+@click.option("--hosts", type=click.IntRange(2), default=256, show_default=True)
+@click.option("--leaves", type=click.IntRange(1), help="Leaves (= spines) [default: sqrt(hosts)].")
+@click.option("--topology", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A topology file instead of --hosts/--leaves.")
+@click.option("--jobs", type=click.IntRange(2, 8), default=8, show_default=True)
+@click.option("--ranks", type=click.IntRange(2), default=32, show_default=True,
+              help="Ranks of every job.")
+@click.option("--collective", type=click.Choice(list(ALGORITHMS)), default="ring",
+              show_default=True, help="What every job runs.")
+@click.option("--size", default="1MiB", show_default=True, help="Bytes per rank.")
+@click.option("--schemes", default=",".join(tenants.SCHEMES), show_default=True)
+@click.option("--placement", type=click.Choice(tenants.PLACEMENTS), default="spread",
+              show_default=True, help="The network-unaware scheduler of ecmp and ethereal: "
+              "spread deals hosts out rack by rack, random samples them (--seed).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
+@click.option("--delay-ns", type=click.FloatRange(min=0), default=500.0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=ROOT / "out" / "sim", show_default=True)
+def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes, placement,
+                seed, gbps, delay_ns, out_dir):
+    """Several jobs on one fabric, packet level: each job's CCT alone and with the others
+    under hash ECMP and Ethereal (network-unaware placement) and in vClos slices."""
+    topo = fabric(topology, hosts, leaves)
+    if jobs * ranks > len(topo.hosts):
+        raise click.BadParameter(f"{jobs} jobs of {ranks} ranks do not fit {len(topo.hosts)} "
+                                 "hosts", param_hint="--ranks")
+    size_bytes = _sizes(size, "--size")[0]
+    chosen = _list(schemes, tenants.SCHEMES, "scheme")
+    placed = {}
+    for scheme in chosen:
+        try:
+            placed[scheme] = tenants.place(topo, scheme, [ranks] * jobs, collective,
+                                           size_bytes, placement, seed)
+        except AllocationError as err:
+            raise click.ClickException(f"vClos cannot place the jobs: {err}") from None
+    link = LinkSpec(gbps, delay_ns)
+    rows, wall = [], time.perf_counter()
+    with tqdm(total=len(chosen) * (jobs + 1), unit="run", desc="sim jobs-packet",
+              dynamic_ncols=True) as bar:
+        for scheme in chosen:
+            rows += tenants.compare(topo, placed[scheme], scheme, link=link, seed=seed,
+                                    progress=bar)
+    jsonl = out_dir / "jobs-packet.jsonl"
+    report.write_jsonl(rows, jsonl)
+    click.echo(f"sim: {len(rows)} job rows in {time.perf_counter() - wall:.1f} s wall\n")
+    click.echo(f"{topo.name}, {len(topo.hosts)} hosts, {jobs} jobs of {ranks} ranks, "
+               f"{collective} {report.size_text(size_bytes)} per rank, {gbps:g} Gbps, "
+               f"placement {placement}\n")
+    click.echo(report.tenants_table(rows))
+    click.echo(f"\nsim: results in {jsonl}")
     if not all(r["ok"] for r in rows):
         raise SystemExit(1)
 

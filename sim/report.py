@@ -77,3 +77,27 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     png.save(fig, path)
+
+
+def tenants_table(rows: list[dict]) -> str:
+    """`python -m sim jobs-packet`: each job's CCT alone and with the others, per scheme, and
+    the fabric links it shared; a summary line per scheme under the table."""
+    head = ["scheme", "job", "ranks", "leaves", "CCT alone us", "together us", "slowdown",
+            "fabric links", "shared", "done"]
+    lines = [[r["scheme"], r["job"], str(r["ranks"]), str(r["leaves"]),
+              f"{r['alone_s'] * 1e6:.1f}" if r["alone_s"] else "-",
+              f"{r['together_s'] * 1e6:.1f}" if r["together_s"] else "-",
+              f"{r['slowdown']:.3f}x" if r["slowdown"] else "-",
+              str(r["links"]), str(r["links_shared"]), "yes" if r["ok"] else "NO"]
+             for r in rows]
+    out = [format_table(head, lines), ""]
+    for scheme in dict.fromkeys(r["scheme"] for r in rows):
+        mine = [r for r in rows if r["scheme"] == scheme]
+        slow = [r["slowdown"] for r in mine if r["slowdown"]]
+        first = mine[0]
+        out.append(f"{scheme}: slowdown median {statistics.median(slow):.3f}x, max "
+                   f"{max(slow):.3f}x; {len(first['scheme_shared_links'])} directed fabric "
+                   f"links carry two jobs or more (at most {first['scheme_max_jobs_on_a_link']}"
+                   f" on one); together: {first['together_timeouts']} timeouts, largest queue "
+                   f"{first['together_max_queue_kb']:.0f} KB" if slow else f"{scheme}: not done")
+    return "\n".join(out)
