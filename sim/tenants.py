@@ -14,6 +14,9 @@ same hosts with the same source ports, so the only difference is the other jobs.
   slice's (`Slice.routing`: ECMP groups over the slice's cables only, hashed as fabric.p4
   hashes), installed as the pin entries of the job's connections, the entries fabric.p4's
   slice tables would pick for them. A slice's QP keeps its port on a timeout.
+- `vclos-ethereal`: the same slices, and every rank plans its flows with Ethereal over its
+  slice's routing (every hop pinned: the switches' own groups are the whole fabric's), the
+  combination of isolation between jobs and balance within one.
 Which links a job uses comes from its run alone (payload bytes per directed switch-to-switch
 link): its ports and hence its paths are the same alone and together, except where a timeout
 re-hashes an ECMP QP (the rows count timeouts).
@@ -26,13 +29,13 @@ from dataclasses import dataclass
 
 from controller.vclos import Slice, VClosAllocator
 from fabricmodel import hashing, rocev2
-from fabricmodel.ethereal import Flow
+from fabricmodel.ethereal import EtherealRank, Flow
 from fabricmodel.topology import Topology
 from sim.collective import Policy
 from sim.fabric import MODES, LinkSpec, SimFabric, Transport
 from sim.workloads import steps as make_steps
 
-SCHEMES = ("ecmp", "ethereal", "vclos")
+SCHEMES = ("ecmp", "ethereal", "vclos", "vclos-ethereal")
 PLACEMENTS = ("spread", "random")
 
 
@@ -105,7 +108,8 @@ class SharedRun:
             raise ValueError(f"unknown scheme {scheme!r}; choose from {list(SCHEMES)}")
         self.topo, self.jobs, self.scheme, self.seed = topo, jobs, scheme, seed
         self.fab = SimFabric(topo, link, transport, seed=seed + 1)
-        self.policy = Policy(self.fab, "ethereal" if scheme == "ethereal" else "ecmp", seed)
+        self.policy = Policy(self.fab, "ecmp" if scheme in ("ecmp", "vclos") else "ethereal",
+                             seed)
         e = self.fab.engine
         self.ids: list[int] = []
         # per engine job: host node index -> step -> its flows of that step
@@ -115,8 +119,14 @@ class SharedRun:
             jid = e.add_job()
             self.ids.append(jid)
             self.out[jid] = self._steps(jid, job)
-            if job.slice is not None:
+            if scheme == "vclos":
                 self._install_slice(job)
+            elif scheme == "vclos-ethereal":
+                routing = job.slice.routing(topo)
+                for h in job.hosts:
+                    self.policy.planners[h] = EtherealRank(topo, h, routing=routing,
+                                                           mtu=self.fab.transport.mtu,
+                                                           pin_all=True)
         e.on_arrive = self._arrive
         e.on_timeout = self._timeout
 
@@ -146,7 +156,7 @@ class SharedRun:
 
     def _arrive(self, jid: int, node: int, step: int) -> None:
         flows = self.out[jid][node][step]
-        if self.jobs[jid].slice is None:
+        if self.scheme != "vclos":
             self.policy.open(jid, node, step, flows)
             return
         e, mtu = self.fab.engine, self.fab.transport.mtu
@@ -193,9 +203,9 @@ class SharedRun:
 def place(topo: Topology, scheme: str, sizes: list[int], algorithm: str, size: int,
           placement: str = "spread", seed: int = 0) -> list[Job]:
     """The jobs of a scheme: placed by the network-unaware scheduler (ecmp, ethereal) or in
-    vClos slices (vclos)."""
+    vClos slices (vclos, vclos-ethereal)."""
     names = [f"job{i + 1}" for i in range(len(sizes))]
-    if scheme == "vclos":
+    if scheme.startswith("vclos"):
         return [Job(n, sl.hosts, algorithm, size, sl)
                 for n, sl in zip(names, vclos_slices(topo, names, sizes), strict=True)]
     return [Job(n, hosts, algorithm, size)

@@ -23,12 +23,9 @@ def engine():
     ns3()
 
 
-@pytest.fixture(scope="module")
-def vclos_rows():
-    return compare(TOPO, place(TOPO, "vclos", [6, 6], "ring", SIZE), "vclos", link=LINK)
-
-
-def test_multijob_in_vclos_slices_each_job_runs_as_alone(vclos_rows):
+@pytest.mark.parametrize("scheme", ["vclos", "vclos-ethereal"])
+def test_multijob_in_vclos_slices_each_job_runs_as_alone(scheme):
+    vclos_rows = compare(TOPO, place(TOPO, scheme, [6, 6], "ring", SIZE), scheme, link=LINK)
     assert [r["job"] for r in vclos_rows] == ["job1", "job2"]
     for r in vclos_rows:
         assert r["ok"] and r["together_s"] <= 1.05 * r["alone_s"], r
