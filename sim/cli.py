@@ -197,11 +197,13 @@ def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes,
     jsonl = out_dir / "jobs-packet.jsonl"
     report.write_jsonl(rows, jsonl)
     click.echo(f"sim: {len(rows)} job rows in {time.perf_counter() - wall:.1f} s wall\n")
-    click.echo(f"{topo.name}, {len(topo.hosts)} hosts, {jobs} jobs of {ranks} ranks, "
-               f"{collective} {report.size_text(size_bytes)} per rank, {gbps:g} Gbps, "
-               f"placement {placement}\n")
+    title = (f"{topo.name}, {len(topo.hosts)} hosts, {jobs} jobs of {ranks} ranks, "
+             f"{collective} {report.size_text(size_bytes)} per rank, {gbps:g} Gbps, "
+             f"placement {placement}")
+    click.echo(f"{title}\n")
     click.echo(report.tenants_table(rows))
-    click.echo(f"\nsim: results in {jsonl}")
+    report.tenants_plot(rows, out_dir / "jobs-packet.png", title)
+    click.echo(f"\nsim: results in {jsonl}, plot in {out_dir / 'jobs-packet.png'}")
     if not all(r["ok"] for r in rows):
         raise SystemExit(1)
 

@@ -101,3 +101,24 @@ def tenants_table(rows: list[dict]) -> str:
                    f" on one); together: {first['together_timeouts']} timeouts, largest queue "
                    f"{first['together_max_queue_kb']:.0f} KB" if slow else f"{scheme}: not done")
     return "\n".join(out)
+
+
+def tenants_plot(rows: list[dict], path: Path, title: str) -> None:
+    """Each job's CCT alone and together, grouped by scheme (`python -m sim jobs-packet`)."""
+    schemes = list(dict.fromkeys(r["scheme"] for r in rows))
+    fig, ax = png.subplots(figsize=(2.5 + 2.2 * len(schemes), 3.8))
+    x, ticks = 0.0, []
+    for scheme in schemes:
+        mine = [r for r in rows if r["scheme"] == scheme and r["ok"]]
+        xs = [x + i for i in range(len(mine))]
+        ax.bar([v - 0.2 for v in xs], [r["alone_s"] * 1e6 for r in mine], 0.4,
+               color="0.7", label="alone" if not ticks else None)
+        ax.bar([v + 0.2 for v in xs], [r["together_s"] * 1e6 for r in mine], 0.4,
+               color="C3", label="together" if not ticks else None)
+        ticks.append((x + (len(mine) - 1) / 2, scheme))
+        x += len(mine) + 1.5
+    ax.set_xticks([t for t, _ in ticks], [s for _, s in ticks])
+    ax.set_ylabel("each job's CCT (us)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    png.save(fig, path)

@@ -69,3 +69,13 @@ def test_multijob_command_refuses_jobs_that_do_not_fit():
     res = CliRunner().invoke(main, ["jobs-packet", "--hosts", "16", "--jobs", "3",
                                     "--ranks", "6"])
     assert res.exit_code == 2 and "3 jobs of 6 ranks do not fit 16 hosts" in res.output
+
+
+def test_multijob_command_prints_the_table_and_writes_rows_and_a_plot(tmp_path):
+    res = CliRunner().invoke(main, ["jobs-packet", "--hosts", "8", "--leaves", "2", "--jobs",
+                                    "2", "--ranks", "4", "--size", "64KiB", "--schemes",
+                                    "ecmp,vclos", "--gbps", "100", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "vclos: slowdown median 1.0" in res.output
+    rows = (tmp_path / "jobs-packet.jsonl").read_text().splitlines()
+    assert len(rows) == 4 and (tmp_path / "jobs-packet.png").stat().st_size > 5_000
