@@ -86,8 +86,9 @@ def _per_port(kind, parse, minimum):
               "exists) or python (the reference, with per-packet logs and pcap).")
 @click.option("--io", "io_mode", type=click.Choice(IO_MODES), default=IO_MODES[0],
               help="How the native backend receives frames: PACKET_MMAP rings (mmap-v2 hands "
-              "over each frame at once, mmap-v3 in blocks, up to 1 ms later) or recvmmsg. A port "
-              "that takes no ring falls back to recvmmsg.")
+              "over each frame at once, mmap-v3 in blocks, up to 1 ms later), AF_XDP sockets in "
+              "copy mode (afxdp; also sends through them; offloaded checksums stay unfinished) "
+              "or recvmmsg. A port that takes none falls back to recvmmsg.")
 def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, grpc_server_cert,
                 grpc_server_key, grpc_server_cacert, client_auth, cpu_port, log_console,
                 log_file, queue_rate, queue_depth, pcap_dir, control_socket, include_dirs,

@@ -13,8 +13,8 @@ import threading
 from .ports import PortGone, open_ports
 
 # --io: how device.c receives (its IO_* numbers, in this order); the first is the default
-IO_MODES = ("mmap-v2", "mmap-v3", "recvmmsg")
-_IO_NUMBER = {"recvmmsg": 0, "mmap-v2": 1, "mmap-v3": 2}
+IO_MODES = ("mmap-v2", "mmap-v3", "afxdp", "recvmmsg")
+_IO_NUMBER = {"recvmmsg": 0, "mmap-v2": 1, "mmap-v3": 2, "afxdp": 3}
 
 
 class NativeQueues:
@@ -140,16 +140,16 @@ class NativeDevice:
             fds = (ctypes.c_int * max(len(numbers), 1))(*[self.ports[n].fileno() for n in numbers])
             nums = (ctypes.c_uint32 * max(len(numbers), 1))(*numbers)
             gone = ctypes.c_int(-1)
-            if lib.dev_rings_open(len(numbers), fds) < 0:
-                print(f"p4switch: a port takes no PACKET_MMAP ring (--io {self.io}): receiving "
-                      "with recvmmsg", file=sys.stderr, flush=True)
+            if lib.dev_rings_open(len(numbers), fds, nums) < 0:
+                print(f"p4switch: a port takes no {self.io} socket ring: receiving with "
+                      "recvmmsg", file=sys.stderr, flush=True)
                 self.io = "recvmmsg"
             try:
                 if not lib.dev_ingress_loop(len(numbers), fds, nums, self._wake_rx.fileno(),
                                             ctypes.byref(gone)):
                     return
             finally:
-                lib.dev_rings_close(len(numbers), fds)
+                lib.dev_rings_close(len(numbers), fds, nums)
             port = self.ports.pop(gone.value, None)
             if port is not None:
                 print(f"p4switch: port {port.number} ({port.ifname}) is gone; the switch keeps running "

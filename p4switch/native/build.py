@@ -102,9 +102,9 @@ def _signatures(lib):
     lib.dev_queues.restype = u32
     lib.dev_inject.argtypes = [u32, ctypes.c_char_p, u32]
     lib.dev_configure.argtypes = [i, ip, u32p, i, i, i]
-    lib.dev_rings_open.argtypes = [i, ip]
+    lib.dev_rings_open.argtypes = [i, ip, u32p]
     lib.dev_rings_open.restype = i
-    lib.dev_rings_close.argtypes = [i, ip]
+    lib.dev_rings_close.argtypes = [i, ip, u32p]
     lib.dev_ingress_loop.argtypes = [i, ip, u32p, i, ip]
     lib.dev_ingress_loop.restype = i
     lib.dev_counts.argtypes = [u64p]

@@ -133,9 +133,24 @@ static void punt(char kind, const uint8_t *d, uint32_t n) {
     send(PUNT_FD, msg, n + 1, MSG_DONTWAIT);
 }
 
+enum { IO_RECVMMSG, IO_MMAP_V2, IO_MMAP_V3, IO_AFXDP };
+static int IO_MODE = IO_RECVMMSG;
+static xsk_t *XSK[NPORTS];         /* --io afxdp: the port's AF_XDP socket */
+
 static void tx_flush(uint32_t port) {
     txq_t *t = &TXQ[port];
     if (!t->n) return;
+    if (IO_MODE == IO_AFXDP && XSK[port]) {
+        int sent = 0;
+        for (int i = 0; i < t->n; i++) {
+            if (xsk_tx(XSK[port], t->b[i]->d, t->b[i]->len) == 0) sent++;
+            buf_put(t->b[i]);
+        }
+        xsk_kick(XSK[port]);
+        TX_FRAMES += sent; TX_ERRORS += t->n - sent;
+        t->n = 0;
+        return;
+    }
     int fd = PORT_FD[port];
     int sent = 0;
     while (sent < t->n) {
@@ -278,8 +293,6 @@ static int receive_batch(int fd, uint32_t port) {
  * hands over a block when it is full or RING_TOV_MS after its first frame (fewer wake-ups,
  * up to that much latency at low rates). PACKET_RESERVE leaves room in front of each frame for
  * a VLAN tag to be put back. */
-enum { IO_RECVMMSG, IO_MMAP_V2, IO_MMAP_V3 };
-static int IO_MODE = IO_RECVMMSG;
 #define RING_BLOCK (1u << 18)
 #define RING_BLOCKS 16u
 #define RING_FRAME 2048u
@@ -369,10 +382,30 @@ void dev_configure(int nports, const int *fds, const uint32_t *numbers, int cpu_
 
 static ring_t RINGS[NPORTS];
 
+/* --io afxdp: what the port's socket holds (a batch at most), through the pipeline */
+static int xsk_batch(xsk_t *x, uint32_t port) {
+    uint32_t idx, n = xsk_rx_peek(x, BATCH, &idx);
+    if (!n) return 0;
+    pthread_mutex_lock(&LOCK);
+    tick();
+    for (uint32_t i = 0; i < n; i++) {
+        const struct xdp_desc *d = xsk_rx_desc(x, idx + i);
+        rx_frame(port, x->umem + d->addr, d->len, 0, 0, 0);
+    }
+    flush_dirty();
+    pthread_mutex_unlock(&LOCK);
+    xsk_rx_release(x, idx, n);
+    return (int)n;
+}
+
 /* the receive of port i: -1 when its socket failed */
 static int port_receive(int i, int fd, uint32_t number) {
     if (IO_MODE == IO_RECVMMSG) return receive_batch(fd, number);
     int n, total = 0;
+    if (IO_MODE == IO_AFXDP) {
+        for (int k = 0; k < 8 && (n = xsk_batch(XSK[number & (NPORTS - 1)], number)) > 0; k++) total += n;
+        return total;
+    }
     /* drain what the ring holds (a bounded number of batches, so that ports take turns) */
     for (int k = 0; k < 8 && (n = IO_MODE == IO_MMAP_V3 ? ring_batch_v3(&RINGS[i], number) : ring_batch_v2(&RINGS[i], number)) > 0; k++)
         total += n;
@@ -381,8 +414,23 @@ static int port_receive(int i, int fd, uint32_t number) {
 
 /* -> 0, or -1 with nothing set up when a port's socket takes no ring (the caller falls back to
  * recvmmsg) */
-int dev_rings_open(int nports, const int *fds) {
+int dev_rings_open(int nports, const int *fds, const uint32_t *numbers) {
     if (IO_MODE == IO_RECVMMSG) return 0;
+    if (IO_MODE == IO_AFXDP) {
+        for (int i = 0; i < nports; i++) {
+            struct sockaddr_ll ll;
+            socklen_t len = sizeof ll;
+            xsk_t *x = calloc(1, sizeof *x);
+            if (getsockname(fds[i], (struct sockaddr *)&ll, &len) || xsk_open(x, ll.sll_ifindex) < 0) {
+                free(x);
+                while (i-- > 0) { xsk_close(XSK[numbers[i] & (NPORTS - 1)]); free(XSK[numbers[i] & (NPORTS - 1)]); XSK[numbers[i] & (NPORTS - 1)] = NULL; }
+                IO_MODE = IO_RECVMMSG;
+                return -1;
+            }
+            XSK[numbers[i] & (NPORTS - 1)] = x;
+        }
+        return 0;
+    }
     for (int i = 0; i < nports; i++) {
         if (ring_open(fds[i], &RINGS[i], IO_MODE) < 0) {
             while (i-- > 0) ring_close(fds[i], &RINGS[i]);
@@ -393,8 +441,15 @@ int dev_rings_open(int nports, const int *fds) {
     return 0;
 }
 
-void dev_rings_close(int nports, const int *fds) {
+void dev_rings_close(int nports, const int *fds, const uint32_t *numbers) {
     if (IO_MODE == IO_RECVMMSG) return;
+    if (IO_MODE == IO_AFXDP) {
+        for (int i = 0; i < nports; i++) {
+            xsk_t **x = &XSK[numbers[i] & (NPORTS - 1)];
+            if (*x) { xsk_close(*x); free(*x); *x = NULL; }
+        }
+        return;
+    }
     for (int i = 0; i < nports; i++) ring_close(fds[i], &RINGS[i]);
 }
 
@@ -402,7 +457,10 @@ void dev_rings_close(int nports, const int *fds) {
 int dev_ingress_loop(int nports, const int *fds, const uint32_t *numbers, int wake_fd, int *gone) {
     struct pollfd pf[NPORTS + 1];
     int live[NPORTS + 1];
-    for (int i = 0; i < nports; i++) { pf[i] = (struct pollfd){fds[i], POLLIN, 0}; live[i] = 1; }
+    for (int i = 0; i < nports; i++) {
+        int fd = IO_MODE == IO_AFXDP ? XSK[numbers[i] & (NPORTS - 1)]->fd : fds[i];
+        pf[i] = (struct pollfd){fd, POLLIN, 0}; live[i] = 1;
+    }
     pf[nports] = (struct pollfd){wake_fd, POLLIN, 0};
     *gone = -1;
     while (!STOPPING) {

@@ -100,6 +100,7 @@ static void digest_push(uint64_t id, const uint64_t *vals, uint32_t n);""")
     out.append(_digest_run(gen, program))
     out.append(_init(program))
     out.append((HERE / "simple_switch.c").read_text())
+    out.append((HERE / "afxdp.c").read_text())
     out.append((HERE / "device.c").read_text())
     return "\n".join(out)
 

@@ -1,6 +1,7 @@
 """`p4switch run --io`: the native device's ways of receiving (PACKET_MMAP rings of TPACKET_V2
-and V3, recvmmsg) each forward a stream in order and put back the VLAN tag that the kernel took
-off a received frame (the frame leaves tagged: the receiver's kernel reports the same tag)."""
+and V3, AF_XDP sockets, recvmmsg) each forward a stream in order and keep a frame's VLAN tag
+(put back where the kernel took it off: the frame leaves tagged, the receiver's kernel reports
+the same tag)."""
 from __future__ import annotations
 
 import pathlib
