@@ -713,12 +713,10 @@ class Endpoint:
         if not wire.icrc_ok(packet) and not (data[0] == rocev2.RBCAST and any(
                 wire.icrc_ok(packet, group) for group in self.groups)):
             # A NIC drops it. A multicast replica whose destination a switch rewrote to this
-            # host is checked against the group it was sent to. SwitchML's results are
-            # rewritten by switches that do not update the ICRC (p4src/README.md): those go
-            # on, counted.
+            # host is checked against the group it was sent to (switches leave the reliable
+            # broadcast's ICRC alone; they write the ICRC of every aggregation packet).
             self.stats.icrc_errors += 1
-            if data[0] != rocev2.AGGREGATION:
-                return
+            return
         addr = (socket.inet_ntoa(packet[12:16]), packet[20] << 8 | packet[21])
         try:
             self._dispatch(data, addr, packet[1], now)

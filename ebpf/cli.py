@@ -73,7 +73,7 @@ def _configure(prog, opts) -> None:
             prog.configure(*(opts["range"] or spray.DEFAULT_RANGE))
     elif isinstance(prog, Impair):
         prog.configure(opts["drop"], opts["duplicate"], opts["udp_dport"], opts["proto"],
-                       opts["seed"])
+                       opts["seed"], opts["corrupt"])
 
 
 def _options(fn):
@@ -88,6 +88,8 @@ def _options(fn):
                      help="reps: data packets that explore round-robin"),
         click.option("--drop", default=0.0, help="impair: fraction dropped"),
         click.option("--duplicate", default=0.0, help="impair: fraction duplicated"),
+        click.option("--corrupt", default=0.0,
+                     help="impair: fraction with one bit flipped (no checksum updated)"),
         click.option("--udp-dport", default=0, help="impair: only UDP to this port (0: any)"),
         click.option("--proto", default=0, help="impair: only this IP protocol (0: any)"),
         click.option("--seed", default=0, help="impair: fixed pseudo-random sequence (0: none)"),
@@ -101,7 +103,7 @@ OWN_OPTIONS = {
     "pin": {"pin"},
     "reps": {"conn", "range_", "first_window"},
     "spray": {"range_"},
-    "impair": {"drop", "duplicate", "udp_dport", "proto", "seed"},
+    "impair": {"drop", "duplicate", "udp_dport", "proto", "seed", "corrupt"},
 }
 
 
@@ -209,9 +211,10 @@ def _show_spray(prog: Spray):
 def _show_impair(prog: Impair):
     cfg = prog.config()
     c = prog.counters()
-    yield (f"  drop {cfg.drop:.4f} duplicate {cfg.duplicate:.4f} "
+    yield (f"  drop {cfg.drop:.4f} duplicate {cfg.duplicate:.4f} corrupt {cfg.corrupt:.4f} "
            f"udp dport {cfg.udp_dport or 'any'} proto {cfg.ip_proto or 'any'} seed {cfg.seed}")
-    yield f"  matched {c.matched} dropped {c.dropped} duplicated {c.duplicated}"
+    yield (f"  matched {c.matched} dropped {c.dropped} duplicated {c.duplicated} "
+           f"corrupted {c.corrupted}")
 
 
 SHOW = {Pin: _show_pin, Reps: _show_reps, Spray: _show_spray, Impair: _show_impair}

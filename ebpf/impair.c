@@ -1,7 +1,9 @@
-/* impair (tc egress or ingress): a loss and duplication injector for tests, since netem does
- * not exist on these machines. Of the IPv4 packets that match the filter, a configured fraction
- * is dropped and another fraction duplicated (a clone goes through the same hook direction of
- * the same interface, marked so that it is not impaired again).
+/* impair (tc egress or ingress): a loss, duplication and corruption injector for tests, since
+ * netem does not exist on these machines. Of the IPv4 packets that match the filter, a
+ * configured fraction is dropped, another fraction duplicated (a clone goes through the same
+ * hook direction of the same interface, marked so that it is not impaired again), and another
+ * corrupted: one bit of its fifth-last byte flipped (for RoCEv2, the last payload byte before
+ * the ICRC), no checksum updated, as a flipped bit on a wire would be.
  */
 #include "roce.h"
 
@@ -15,12 +17,14 @@ struct impair_cfg {
 	__u16 udp_dport;  /* 0: any; otherwise only UDP packets to this port match */
 	__u8 ip_proto;    /* 0: any IPv4 protocol */
 	__u8 pad[5];
+	__u64 corrupt_below; /* corrupt when a third draw is below this (0: never drawn) */
 };
 
 struct impair_stats {
 	__u64 matched;
 	__u64 dropped;
 	__u64 duplicated;
+	__u64 corrupted;
 };
 
 struct impair_rng {
@@ -100,6 +104,16 @@ static __always_inline int impair(struct __sk_buff *skb, __u64 redirect_flags)
 		if (bpf_clone_redirect(skb, skb->ifindex, redirect_flags) == 0 && st)
 			st->duplicated += 1;
 		skb->mark = mark;
+	}
+	if (cfg->corrupt_below && draw(cfg, rng) < cfg->corrupt_below && skb->len > 5) {
+		__u32 off = skb->len - 5;
+		__u8 byte;
+
+		if (bpf_skb_load_bytes(skb, off, &byte, 1) == 0) {
+			byte ^= 0x01;
+			if (bpf_skb_store_bytes(skb, off, &byte, 1, 0) == 0 && st)
+				st->corrupted += 1;
+		}
 	}
 	return PASS;
 }

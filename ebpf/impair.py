@@ -1,4 +1,5 @@
-"""impair: drops and duplicates a fraction of matching packets (netem's loss/duplicate)."""
+"""impair: drops, duplicates and corrupts a fraction of matching packets (netem's loss,
+duplicate and corrupt)."""
 from __future__ import annotations
 
 import ctypes
@@ -11,12 +12,13 @@ from .program import Program
 class ImpairCfg(ctypes.Structure):
     _fields_ = [("drop_below", ctypes.c_uint64), ("dup_below", ctypes.c_uint64),
                 ("seed", ctypes.c_uint64), ("udp_dport", ctypes.c_uint16),
-                ("ip_proto", ctypes.c_uint8), ("pad", ctypes.c_uint8 * 5)]
+                ("ip_proto", ctypes.c_uint8), ("pad", ctypes.c_uint8 * 5),
+                ("corrupt_below", ctypes.c_uint64)]
 
 
 class ImpairStats(ctypes.Structure):
     _fields_ = [("matched", ctypes.c_uint64), ("dropped", ctypes.c_uint64),
-                ("duplicated", ctypes.c_uint64)]
+                ("duplicated", ctypes.c_uint64), ("corrupted", ctypes.c_uint64)]
 
 
 class ImpairRng(ctypes.Structure):
@@ -28,6 +30,7 @@ class ImpairCounters:
     matched: int
     dropped: int
     duplicated: int
+    corrupted: int
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class ImpairConfig:
     udp_dport: int  # 0: any
     ip_proto: int   # 0: any
     seed: int       # 0: kernel randomness
+    corrupt: float = 0.0
 
 
 def _threshold(name: str, fraction: float) -> int:
@@ -54,14 +58,17 @@ class Impair(Program):
             "impair_rng": (ctypes.c_uint32, ImpairRng, True)}
 
     def configure(self, drop: float = 0.0, duplicate: float = 0.0, udp_dport: int = 0,
-                  ip_proto: int = 0, seed: int = 0) -> None:
-        """Of the IPv4 packets matching (ip_proto, udp_dport; 0 = any), drop a fraction `drop`
-        and duplicate a fraction `duplicate` of the rest. A non-zero `seed` makes the choices a
-        fixed pseudo-random sequence per CPU (reconfiguring with a new seed restarts it)."""
+                  ip_proto: int = 0, seed: int = 0, corrupt: float = 0.0) -> None:
+        """Of the IPv4 packets matching (ip_proto, udp_dport; 0 = any), drop a fraction `drop`,
+        duplicate a fraction `duplicate` of the rest and corrupt a fraction `corrupt` (one bit
+        of the fifth-last byte: a RoCEv2 packet's last payload byte). A non-zero `seed` makes
+        the choices a fixed pseudo-random sequence per CPU (reconfiguring with a new seed
+        restarts it)."""
         cfg = ImpairCfg(_threshold("drop", drop), _threshold("duplicate", duplicate),
                         check_range("seed", seed, 0, 2**64 - 1),
                         check_range("UDP destination port", udp_dport, 0, 0xFFFF),
-                        check_range("IP protocol", ip_proto, 0, 0xFF))
+                        check_range("IP protocol", ip_proto, 0, 0xFF),
+                        corrupt_below=_threshold("corrupt", corrupt))
         if udp_dport and ip_proto not in (0, 17):
             raise ValueError("a UDP destination port filter needs ip_proto 0 or 17")
         self.maps["impair_rng"].set(ctypes.c_uint32(0), ImpairRng())
@@ -70,7 +77,7 @@ class Impair(Program):
     def config(self) -> ImpairConfig:
         cfg = self.maps["impair_cfg"].get(ctypes.c_uint32(0))
         return ImpairConfig(cfg.drop_below / 2**32, cfg.dup_below / 2**32, cfg.udp_dport,
-                            cfg.ip_proto, cfg.seed)
+                            cfg.ip_proto, cfg.seed, cfg.corrupt_below / 2**32)
 
     def disable(self) -> None:
         self.maps["impair_cfg"].set(ctypes.c_uint32(0), ImpairCfg())
@@ -78,7 +85,8 @@ class Impair(Program):
     def counters(self) -> ImpairCounters:
         per_cpu = self.maps["impair_stats"].get(ctypes.c_uint32(0))
         return ImpairCounters(sum(c.matched for c in per_cpu), sum(c.dropped for c in per_cpu),
-                              sum(c.duplicated for c in per_cpu))
+                              sum(c.duplicated for c in per_cpu),
+                              sum(c.corrupted for c in per_cpu))
 
     def reset_counters(self) -> None:
         self.maps["impair_stats"].set(ctypes.c_uint32(0), ImpairStats())

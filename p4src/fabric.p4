@@ -12,6 +12,7 @@
 #include "include/headers.p4"
 #include "include/parser.p4"
 #include "include/switchml.p4"
+#include "include/icrc.p4"
 
 control FabricIngress(inout headers_t hdr, inout metadata_t meta,
                       inout standard_metadata_t standard_metadata) {
@@ -47,6 +48,12 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
 
     bit<32> nr_index;
     bit<32> nr_tmp;
+
+    /* Aggregation reads a packet's values only once its ICRC holds: a corrupted
+     * contribution would otherwise be summed and leave with a fresh, valid ICRC. */
+    RoceIcrc() sml_icrc;
+    RoceIcrc() nr_icrc;
+    bit<32> icrc_want;
 
     action drop() {
         meta.drop = 1;
@@ -282,7 +289,12 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
         /* In-network aggregation on the leaf that holds the job; elsewhere (table miss) the
          * contribution is routed on toward the aggregator like any packet. */
         if (meta.drop == 0 && hdr.sml.isValid()) {
-            if (switchml_jobs.apply().hit) {
+            sml_icrc.apply(hdr, icrc_want);
+            if (hdr.ipv4.totalLen != SML_LEN || hdr.icrc.crc != icrc_want) {
+                /* a wrong length or ICRC: dropped here, as a NIC would (the worker's
+                 * timer sends it again) */
+                meta.drop = 1;
+            } else if (switchml_jobs.apply().hit) {
                 /* The job owns register slots slot_base .. slot_base + num_slots - 1. */
                 if (hdr.sml.slot < meta.sml_slot_base
                         || hdr.sml.slot - meta.sml_slot_base >= meta.sml_num_slots
@@ -352,8 +364,15 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
         }
 
         /* NetReduce: RC packets to an aggregator address, mapped by connection. */
-        if (meta.drop == 0 && hdr.icrc.isValid() && nr_conns.apply().hit) {
-            if (meta.nr_kind == NR_KIND_DATA && hdr.nr.isValid()) {
+        if (meta.drop == 0 && !hdr.sml.isValid() && hdr.icrc.isValid()
+                && nr_conns.apply().hit) {
+            nr_icrc.apply(hdr, icrc_want);
+            if (hdr.icrc.crc != icrc_want) {
+                /* before it touches a slot, an anchor or an ACK: the worker's RC
+                 * retransmission sends it again */
+                meta.drop = 1;
+                nr_events.count(NR_EV_BAD_ICRC);
+            } else if (meta.nr_kind == NR_KIND_DATA && hdr.nr.isValid()) {
                 nr_jobs.apply();
             }
             if (meta.drop == 1) {
@@ -680,6 +699,8 @@ control FabricEgress(inout headers_t hdr, inout metadata_t meta,
      * (threshold = rate x 65536) and every replica toward a member host is dropped when a
      * 16-bit random draw falls below it. A table, not a register: BMv2 serves no register
      * writes over P4Runtime. */
+    RoceIcrc() icrc_of;
+
     bit<16> loss_threshold = 0;
     bit<16> loss_draw = 0;
     bit<1> loss_dropped = 0;
@@ -756,23 +777,14 @@ control FabricEgress(inout headers_t hdr, inout metadata_t meta,
                     && ecn_level >= meta.ecn_threshold) {
                 hdr.ipv4.ecn = 3;
             }
-            /* The switch rewrote this RoCE packet (NetReduce): recompute its invariant CRC
-             * over the masked IP/UDP/BTH fields as RoCEv2 defines it, so receivers check
-             * it as on any other packet. Every other packet keeps the sender's ICRC. */
-            if (meta.nr_icrc == 1 && hdr.nr.isValid()) {
-                hash(meta.nr_icrc_tmp, HashAlgorithm.crc32, (bit<32>)0,
-                     { 64w0xFFFFFFFFFFFFFFFF, ICRC_IP_UDP_BTH,
-                       hdr.reth.va, hdr.reth.rkey, hdr.reth.dmaLen NR_FOR_EACH(NR_LIST) },
-                     (bit<64>)0x100000000);
-            } else if (meta.nr_icrc == 1 && hdr.aeth.isValid()) {
-                hash(meta.nr_icrc_tmp, HashAlgorithm.crc32, (bit<32>)0,
-                     { 64w0xFFFFFFFFFFFFFFFF, ICRC_IP_UDP_BTH,
-                       hdr.aeth.syndrome, hdr.aeth.msn },
-                     (bit<64>)0x100000000);
-            }
-            if (meta.nr_icrc == 1) {
-                hdr.icrc.crc = meta.nr_icrc_tmp[7:0] ++ meta.nr_icrc_tmp[15:8]
-                               ++ meta.nr_icrc_tmp[23:16] ++ meta.nr_icrc_tmp[31:24];
+            /* The switch rewrote this RoCE packet (NetReduce), or it is SwitchML's (whose
+             * ICRC ingress checked, and which results and replicas rewrite): its invariant
+             * CRC again, so receivers check it as on any other packet. Every other packet
+             * keeps the sender's ICRC. */
+            if (meta.nr_icrc == 1 || hdr.sml.isValid()) {
+                bit<32> icrc;
+                icrc_of.apply(hdr, icrc);
+                hdr.icrc.crc = icrc;
             }
             if (loss_dropped == 0) {
                 port_tx.count((bit<32>)standard_metadata.egress_port);

@@ -50,8 +50,9 @@ class Fabric:
         return self.topo.host(host).ip
 
     def read(self, switch: str, reads: list[tuple[str, int]], kind: str = "register") -> list[int]:
-        """Register cells (or counter packet counts) read over P4Runtime from inside the
-        fabric's namespace, where the switches serve gRPC."""
+        """Register cells (kind "register"), counter byte counts ("counter") or packet counts
+        ("packets") read over P4Runtime from inside the fabric's namespace, where the
+        switches serve gRPC."""
         code = (
             "import json, sys, grpc\n"
             "from p4.v1 import p4runtime_pb2 as pb, p4runtime_pb2_grpc as rpc\n"
@@ -75,7 +76,8 @@ class Fabric:
             "    for resp in stub.Read(r):\n"
             "        for ent in resp.entities:\n"
             "            out.append(int.from_bytes(ent.register_entry.data.bitstring, 'big')\n"
-            "                       if kind == 'register' else ent.counter_entry.data.byte_count)\n"
+            "                       if kind == 'register' else ent.counter_entry.data.packet_count\n"
+            "                       if kind == 'packets' else ent.counter_entry.data.byte_count)\n"
             "print(json.dumps(out))\n")
         got = sh(self.fab, sys.executable, "-c", code, self.switches[switch],
                  str(self.topo.switch(switch).device_id), kind, json.dumps(reads))

@@ -13,7 +13,7 @@
 #define NR_MSG_SETS (2 * NR_MSGS)
 #define NR_CONNS 1024          /* RC connections a switch tracks (anchor PSNs) */
 #define NR_JOBS 256            /* jobs per switch (message credits in flight) */
-#define NR_EVENTS 8            /* nr_events counter indices (NR_EV_*) */
+#define NR_EVENTS 9            /* nr_events counter indices (NR_EV_*) */
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8> PROTO_TCP = 6;
@@ -48,7 +48,9 @@ const bit<32> NR_EV_STALE = 4;       /* a copy older than the slot's round: cons
 const bit<32> NR_EV_REFUSED = 5;     /* no credit / slot still busy / no anchor: dropped */
 const bit<32> NR_EV_ACK = 6;         /* a worker's ACK of results turned into its data ACK */
 const bit<32> NR_EV_DOWN = 7;        /* a result from the parent multicast to the workers */
+const bit<32> NR_EV_BAD_ICRC = 8;    /* a packet of a connection whose ICRC does not match: dropped */
 
+const bit<16> SML_LEN = 184;         /* 20 IP + 8 UDP + 12 BTH + 140 aggregation + 4 ICRC */
 const bit<8> SML_FLAG_RESULT = 0x01;
 const bit<8> SML_FLAG_VERSION = 0x02;
 const bit<8> SWITCH_MADE_TTL = 64;

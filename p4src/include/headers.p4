@@ -168,7 +168,6 @@ struct metadata_t {
     bit<1>  nr_result;        /* a result replica: nr_replicas rewrites it per worker */
     bit<1>  nr_icrc;          /* the switch rewrote a RoCE packet: recompute its ICRC */
     bit<1>  nr_forwarded;     /* the port or group is chosen: skip routing */
-    bit<32> nr_icrc_tmp;
     bit<1>  ecn_enabled;
     bit<1>  ecn_by_delay;     /* ecn_threshold is a queueing delay (us), not a queue length */
     bit<32> ecn_threshold;

@@ -76,6 +76,7 @@ parser FabricParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
 
     state parse_switchml {
         packet.extract(hdr.sml);
+        packet.extract(hdr.icrc);
         transition accept;
     }
 }

@@ -27,4 +27,7 @@
 /* Duplicate after completion: answer with the kept sums. */
 #define SML_LOAD(i) switchml_v##i.read(hdr.sml.v##i, sml_index);
 
+/* The values appended to the ICRC field list (each item brings its comma). */
+#define SML_LIST(i) , hdr.sml.v##i
+
 #endif

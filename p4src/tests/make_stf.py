@@ -280,14 +280,14 @@ def switchml() -> list[str]:
         return [((x + y + 2**31) % 2**32) - 2**31 for x, y in zip(vs[0], vs[1], strict=True)]
 
     def result(port: int, made_from: int, vs=values, job: int = 7) -> bytes:
-        sent = L.agg(made_from, vs[made_from], job=job, slot=18)
         pkt = Ether(L.agg(made_from, wrap_sum(vs), job=job, slot=18))
         pkt.src, pkt.dst = L.port_smac(port), L.host_mac(port)
         pkt[IP].src, pkt[IP].dst, pkt[IP].ttl = "10.0.1.253", L.host_ip(port), 64
         pkt[UDP].chksum, pkt[Aggregation].flags = 0, 1
         del pkt[IP].chksum
-        # Switches leave the ICRC alone: the result keeps that of the packet it was made from.
-        return bytes(pkt)[:-4] + sent[-4:]
+        # The switch writes the result's own ICRC.
+        raw = bytes(pkt)
+        return raw[:-4] + wire.icrc(raw[14:42], raw[42:-4])
 
     lines += [""] + packet(1, L.agg(0, values[0], slot=18),
                            "worker 0, slot 18 (job slots 16..19): consumed, no output")

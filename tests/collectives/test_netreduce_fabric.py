@@ -1,8 +1,9 @@
 """NetReduce end to end on p4switch: ranks in namespaces run `allreduce netreduce` through a
 2-leaf, 1-spine fabric that fabricd configured (`fabricctl job create`), on one leaf and
 across both leaves (leaf stages + the spine stage), with 5% of the RoCE packets each host
-sends and receives dropped and 5% duplicated (contributions, results and ACKs alike). The
-results are exact (int32) or within the documented bound (float32), and afterwards every
+sends and receives dropped and 5% duplicated (contributions, results and ACKs alike), or 5%
+corrupted (one bit, the switches and hosts drop them on their ICRC). The results are exact
+(int32) or within the documented bound (float32), and afterwards every
 register of the job reads back, over P4Runtime, as nothing in flight: no slot holds a
 partial round and every message credit has returned."""
 from __future__ import annotations
@@ -38,9 +39,9 @@ def fabric(tmp_path_factory):
         factory.cleanup()
 
 
-def _impair(fabric, hosts, drop, duplicate, seed):
+def _impair(fabric, hosts, drop, duplicate, seed, corrupt=0.0):
     prog = Impair.load()
-    prog.configure(drop=drop, duplicate=duplicate, udp_dport=4791, seed=seed)
+    prog.configure(drop=drop, duplicate=duplicate, udp_dport=4791, seed=seed, corrupt=corrupt)
     for h in hosts:
         prog.attach(fabric.devices[h], fabric.hosts[h], directions=("ingress", "egress"))
     return prog
@@ -65,7 +66,7 @@ def _no_leaks(fabric, job):
         assert credit == gen << 8, (st["switch"], hex(credit))
 
 
-def _run(fabric, tmp_path, workers, dtypes, elements, impaired=True):
+def _run(fabric, tmp_path, workers, dtypes, elements, impaired=True, corrupt=0.0):
     job = fabric.ctl("job", "create", "e2e", *workers, "--credits", "4")
     try:
         assert job["kind"] == "netreduce"
@@ -74,7 +75,10 @@ def _run(fabric, tmp_path, workers, dtypes, elements, impaired=True):
         for run in plan:
             run["options"] = {"aggregator": job["addresses"], "job_id": job["job_id"],
                               "credits": 4}
-        prog = _impair(fabric, workers, 0.05, 0.05, 11) if impaired else None
+        if corrupt:
+            prog = _impair(fabric, workers, 0.0, 0.0, 13, corrupt)
+        else:
+            prog = _impair(fabric, workers, 0.05, 0.05, 11) if impaired else None
         try:
             rows = launch(ips, plan, namespaces=[fabric.hosts[w] for w in workers],
                           out_dir=tmp_path, timeout=300, step_timeout=240,
@@ -133,6 +137,24 @@ def test_two_leaves_and_a_spine_exact_under_loss_and_duplication(fabric, tmp_pat
         sum(fabric.topo.host(w).leaf == "leaf1" for w in workers),
         sum(fabric.topo.host(w).leaf == "leaf2" for w in workers), 2]
     assert counters.dropped > 0 and counters.duplicated > 0
+
+
+@pytest.mark.ebpf
+def test_corrupt_packets_are_dropped_and_recovered_by_retransmission(fabric, tmp_path):
+    """5% of the RoCE packets each host sends and receives get one bit flipped on the wire:
+    the switches drop corrupted contributions and ACKs before they touch a slot (nr_events
+    8, read over P4Runtime), the hosts drop corrupted results (their ICRC check), RC
+    retransmission recovers every one of them, and the sums are exact."""
+    workers = ["h1", "h2", "h5"]                  # leaf1, leaf2 and the spine
+    before = {sw: fabric.read(sw, [("FabricIngress.nr_events", 8)], kind="packets")[0]
+              for sw in ("leaf1", "leaf2")}
+    job, rows, counters = _run(fabric, tmp_path, workers, ("int32",), 30000, corrupt=0.05)
+    assert counters.corrupted > 0 and counters.dropped == 0
+    dropped = sum(fabric.read(sw, [("FabricIngress.nr_events", 8)], kind="packets")[0]
+                  - before[sw] for sw in ("leaf1", "leaf2"))
+    assert dropped > 0
+    assert sum(r["icrc_errors"] for r in rows) > 0
+    assert sum(r["packets_retransmitted"] for r in rows) > 0
 
 
 def _fabric_link_bytes(fabric) -> dict[str, int]:

@@ -109,3 +109,20 @@ def test_impair_bad_configuration(impair):
     with pytest.raises(ValueError, match="seed"):
         impair.configure(seed=-1)
     assert bytes(impair.maps["impair_cfg"].get(ctypes.c_uint32(0))) == before
+
+
+def test_impair_corrupts_one_bit_before_the_icrc(impair):
+    """A corrupted RoCEv2 packet differs from what was sent in one bit of its last payload
+    byte; its ICRC no longer holds, and nothing else changed (no checksum)."""
+    frame = roce(0)
+    impair.configure(corrupt=1.0, udp_dport=4791)
+    out = impair.run(frame, "egress")
+    assert out.retval == -1
+    diff = [i for i, (a, b) in enumerate(zip(frame, out.data, strict=True)) if a != b]
+    assert diff == [len(frame) - 5] and frame[-5] ^ out.data[-5] == 1
+    assert icrc_valid(frame) and not icrc_valid(out.data)
+    impair.configure(corrupt=0.25, udp_dport=4791, seed=3)
+    impair.reset_counters()
+    changed = sum(impair.run(frame, "egress").data != frame for _ in range(N))
+    assert abs(changed - 0.25 * N) < _bound(0.25, N)
+    assert impair.counters().corrupted == changed and impair.config().corrupt == 0.25

@@ -32,7 +32,7 @@ leaves: 2
 spines: 2
 hosts_per_leaf: 4
 """
-EV_NEW, EV_DUP, EV_KEPT, EV_DONE, EV_STALE, EV_REFUSED, EV_ACK, EV_DOWN = range(8)
+EV_NEW, EV_DUP, EV_KEPT, EV_DONE, EV_STALE, EV_REFUSED, EV_ACK, EV_DOWN, EV_BAD_ICRC = range(9)
 JOB = 7
 
 
@@ -79,23 +79,26 @@ class Fabric:
 
     def events(self, switch):
         return [self.pipes[switch].sw.counter_read("FabricIngress.nr_events", i)[0]
-                for i in range(8)]
+                for i in range(9)]
 
     def send(self, switch, port, frame):
         return self.pipes[switch].sw.process(port, frame)
 
-    def from_host(self, w, roce, *, dst=None):
-        """A frame from worker w into its leaf (the leaf's aggregator address by default)."""
+    def from_host(self, w, roce, *, dst=None, corrupt=None):
+        """A frame from worker w into its leaf (the leaf's aggregator address by default);
+        `corrupt`: the offset (in the IP packet) of a byte changed after the ICRC was made."""
         h = self.host(w)
         dst = dst or self.topo.switch(h.leaf).service_ip
         ip = bytearray(wire.frame(socket.inet_aton(h.ip), socket.inet_aton(dst), 0xC001, 1, 0,
                                   roce))
+        if corrupt is not None:
+            ip[corrupt] ^= 0x10
         ip[10:12] = ip_checksum(ip[:20]).to_bytes(2, "big")   # the kernel's job on a host
         frame = bytes.fromhex(h.gateway_mac.replace(":", "")) + \
             bytes.fromhex(h.mac.replace(":", "")) + b"\x08\x00" + ip
         return self.send(h.leaf, h.leaf_port, frame)
 
-    def contribution(self, w, g, values):
+    def contribution(self, w, g, values, corrupt=None):
         """Worker w's packet number g (a RETH on the first packet of each message)."""
         data_qpn, _ = rocev2.nr_aggregator_qpns(self.rank(w), JOB)
         psn = (self.ipsn[w] + g) & wire.PSN_MASK
@@ -106,12 +109,12 @@ class Fabric:
         else:
             last = g % rocev2.NR_MSG_PKTS == rocev2.NR_MSG_PKTS - 1
             roce = wire.bth(rocev2.WRITE_LAST if last else rocev2.WRITE_MIDDLE, data_qpn, psn) + payload
-        return self.from_host(w, roce)
+        return self.from_host(w, roce, corrupt=corrupt)
 
-    def ack(self, w, g, syndrome=rocev2.AETH_ACK):
+    def ack(self, w, g, syndrome=rocev2.AETH_ACK, corrupt=None):
         _, ack_qpn = rocev2.nr_aggregator_qpns(self.rank(w), JOB)
         roce = wire.bth(rocev2.ACKNOWLEDGE, ack_qpn, g) + wire.aeth(syndrome, 1)
-        return self.from_host(w, bytes(roce))
+        return self.from_host(w, bytes(roce), corrupt=corrupt)
 
 
 def ip_checksum(header: bytes) -> int:
@@ -293,3 +296,47 @@ def test_spine_stage_sums_the_leaves_and_multicasts_down(fabric_config):
     ((back_port, back),) = fab.send(spine, link.port_of(spine), frame)
     assert back_port == link.port_of(spine) and parse(back)[7] == want
     assert fab.events(spine)[EV_KEPT] == 1 and fab.events("leaf2")[EV_KEPT] == 1
+
+
+# offsets in the IP packet: a value, the RETH's va, the BTH PSN, the IP source address
+@pytest.mark.parametrize("corrupt", [1080 - 4, 40 + 4, 28 + 9, 12])
+def test_corrupt_contribution_is_dropped_before_it_touches_a_slot(fabric_config, corrupt):
+    """A contribution corrupted on the wire does not match its ICRC: the leaf drops it
+    (nr_events 8) before it anchors the connection or reaches a slot, so nothing is summed
+    and sent on with a fresh, valid ICRC; the worker's go-back-N retransmission (the same
+    packet, intact) is counted once and the sum is exact."""
+    fab = Fabric(fabric_config, ["h1", "h2"])
+    rng = random.Random(corrupt)
+    v1, v2 = vec(rng), vec(rng)
+    anchor_before = fab.register("leaf1", "nr_anchor", 0)
+    assert fab.contribution("h1", 0, v1, corrupt=corrupt) == []
+    ev = fab.events("leaf1")
+    assert ev[EV_BAD_ICRC] == 1 and ev[EV_NEW] == 0 and ev[EV_REFUSED] == 0
+    assert fab.register("leaf1", "nr_anchor", 0) == anchor_before
+    assert all(fab.register("leaf1", reg, i) == 0 for reg in ("nr_count", "nr_bitmap", "nr_tag")
+               for i in range(8))
+    assert fab.contribution("h1", 0, v1) == []                  # the retransmission
+    outs = fab.contribution("h2", 0, v2)
+    assert len(outs) == 2
+    for _, frame in outs:
+        values, icrc_ok = parse(frame)[7:]
+        assert values == wrap([a + b for a, b in zip(v1, v2, strict=True)]) and icrc_ok
+    assert fab.events("leaf1")[EV_NEW] == 2
+
+
+def test_corrupt_ack_or_partial_sum_is_dropped(fabric_config):
+    """A worker's ACK of results and a leaf's partial sum to the spine are checked too: the
+    switch would otherwise turn them into a valid-looking ACK or sum."""
+    fab = Fabric(fabric_config, ["h1", "h5"])                    # leaf1 and leaf2, a spine
+    fab.contribution("h1", 0, [1] * nr.VALUES)
+    assert fab.ack("h1", 0, corrupt=28 + 11) == []              # the PSN's low byte
+    assert fab.events("leaf1")[EV_BAD_ICRC] == 1 and fab.events("leaf1")[EV_ACK] == 0
+    ((port, partial),) = fab.contribution("h5", 0, [2] * nr.VALUES)
+    spine = fab.job.spine
+    bad = bytearray(partial)
+    bad[-8] ^= 1                                                  # a value of the partial sum
+    link = fab.topo.links_between("leaf2", spine)[0]
+    assert fab.send(spine, link.port_of(spine), bytes(bad)) == []
+    assert fab.events(spine)[EV_BAD_ICRC] == 1 and fab.events(spine)[EV_NEW] == 0
+    assert fab.send(spine, link.port_of(spine), partial) == []    # counted now, not complete
+    assert fab.events(spine)[EV_NEW] == 1

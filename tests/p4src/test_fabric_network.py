@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from fabric_testlib import agg, ip, mac_int
+from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
@@ -96,6 +97,7 @@ def _worker(n, values, src):
     pkt = Ether(agg(n, values, num_workers=2, slot=3))
     pkt[IP].src = src
     del pkt[IP].chksum
+    pkt[BTH].icrc = None                 # the ICRC covers the source address: the sender's
     return bytes(pkt)
 
 

@@ -1,7 +1,8 @@
 """fabric.p4 configured the way the controller does it: `p4switch run` (and BMv2's
 simple_switch_grpc where installed) on three veth ports, pipeline pushed and entries written
 over P4Runtime (p4runtime-shell), packets forwarded end to end: a host route, ECMP, fast
-failover through the port-liveness table, a pin and its counter."""
+failover through the port-liveness table, a pin and its counter, a corrupt SwitchML
+contribution dropped."""
 from __future__ import annotations
 
 import shutil
@@ -10,10 +11,12 @@ import time
 
 import p4runtime_sh.shell as sh
 import pytest
-from fabric_testlib import host_ip, port_dmac, port_smac, routed, udp
+from fabric_testlib import agg, host_ip, port_dmac, port_smac, routed, udp
 from p4rt_fabric import fabric_switch, veth_pairs
 
+from collectives.wire import icrc
 from fabricmodel import hashing
+from fabricmodel.rocev2 import AGG_VALUES
 
 pytestmark = pytest.mark.netns
 ETH_P_ALL = 0x0003
@@ -134,3 +137,28 @@ def test_ecmp_failover_and_pin_over_p4runtime(fabric):
     assert fabric.send(flow_b, b"flow b") == {2: [routed(flow_b, 2)]}
     (hits,) = sh.DirectCounterEntry("FabricIngress.pin_counter").read()
     assert (hits.packet_count, hits.byte_count) == (1, len(flow_b))
+
+
+def test_corrupt_switchml_contribution_is_dropped_on_the_target(fabric):
+    """A one-worker SwitchML job whose result goes to a host route: the intact contribution
+    comes back as the result with its own valid ICRC; a corrupted one (one value bit, the
+    ICRC left as it was) is dropped before it touches the slot."""
+    _route(f"{host_ip(2)}/32", "route_to_port", port=2)
+    job = sh.TableEntry("FabricIngress.switchml_jobs")(action="FabricIngress.switchml_job")
+    job.match["hdr.ipv4.dstAddr"], job.match["hdr.sml.jobId"] = "10.0.1.253", "7"
+    for name, value in (("gen", 1), ("result_ip", host_ip(2)), ("slot_base", 0),
+                        ("num_slots", 4), ("num_workers", 1)):
+        job.action[name] = str(value)
+    job.insert()
+    values = [0x5A5A0000 + i for i in range(AGG_VALUES)]
+    marker = (0x5A5A0003).to_bytes(4, "big")
+    good = agg(0, values, slot=1, num_workers=1)
+    bad = bytearray(good)
+    bad[-5] ^= 1
+    assert fabric.send(bytes(bad), marker) == {}
+    (drops,) = sh.CounterEntry("FabricIngress.port_drops")(index=1).read()
+    assert drops.packet_count == 1
+    got = fabric.send(good, marker)
+    assert list(got) == [2] and len(got[2]) == 1
+    raw = got[2][0][14:]
+    assert icrc(raw[:28], raw[28:-4]) == raw[-4:]

@@ -20,6 +20,7 @@ from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from collectives import wire
 from collectives.layers import Aggregation
 from fabricmodel.rocev2 import AGG_FLAG_RESULT, AGG_VALUES, AGGREGATION
 
@@ -77,6 +78,8 @@ def _check_result(out, port, sums, version, *, dst_ip):
     assert (pkt[IP].src, pkt[IP].dst, pkt[IP].ttl) == (AGGREGATOR, dst_ip, 64)
     assert (pkt.src, pkt.dst) == (port_smac(port), host_mac(port))
     assert pkt[UDP].chksum == 0 and pkt[UDP].dport == 4791
+    raw = bytes(pkt[IP])               # the switch wrote the result's own ICRC
+    assert wire.icrc(raw[:28], raw[28:-4]) == raw[-4:]
 
 
 @pytest.mark.parametrize("workers", range(2, 9))
@@ -199,3 +202,46 @@ def test_other_roce_opcodes_are_plain_traffic(sw):
                  "FabricIngress.route_to_port", {"port": 8})
     (port, out), = sw.process(1, data)
     assert port == 8 and out == routed(data, 8)
+
+
+def _corrupted(frame: bytes, offset: int = -5) -> bytes:
+    """`frame` with one byte the ICRC covers changed (by default the last value's)."""
+    out = bytearray(frame)
+    out[offset] ^= 0x40
+    pkt = Ether(bytes(out))
+    del pkt[IP].chksum                   # a router on the way would have made it valid again
+    return bytes(pkt)
+
+
+@pytest.mark.parametrize("offset", [-5, 14 + 20 + 8 + 12 + 8, 14 + 12])
+def test_corrupt_contribution_is_dropped_before_it_touches_a_slot(sw, offset):
+    """A value, the worker id or the source address corrupted on the way: the ICRC does not
+    match, so the switch drops it (counted) and no register moves; the worker's
+    retransmission (its timer) then counts once, and the sum is exact."""
+    _job(sw, 2)
+    rng = random.Random(9)
+    vectors = [_values(rng) for _ in range(2)]
+    bad = _corrupted(agg(0, vectors[0], slot=SLOT_BASE, num_workers=2), offset)
+    assert sw.process(1, bad) == []
+    assert sw.counter_read("FabricIngress.port_drops", 1)[0] == 1
+    assert sw.register_read("FabricIngress.switchml_count", 2 * SLOT_BASE) == 0
+    assert sw.register_read("FabricIngress.switchml_bitmap", 2 * SLOT_BASE) == 0
+    assert _contribute(sw, 0, vectors[0], num_workers=2) == []      # the retransmission
+    outs = dict(_contribute(sw, 1, vectors[1], num_workers=2))
+    for port, out in outs.items():
+        _check_result(out, port, _wrap_sum(vectors), 0, dst_ip=host_ip(port))
+
+
+def test_corrupt_or_misframed_switchml_packet_in_transit_is_dropped(sw):
+    """Not only on the aggregating leaf: a corrupted 0xC0 packet is dropped wherever it is
+    parsed (a result re-made with a fresh ICRC would hide the corruption), and so is one
+    whose length is not the aggregation packet's."""
+    install_leaf(sw)
+    good = agg(0, [1] * AGG_VALUES, dst="10.0.2.1")        # routed on: no job here
+    assert len(sw.process(1, good)) == 1
+    assert sw.process(1, _corrupted(good)) == []
+    pkt = Ether(good)
+    pkt[IP].len += 4
+    longer = bytes(pkt) + bytes(4)
+    assert sw.process(1, longer) == []
+    assert sw.counter_read("FabricIngress.port_drops", 1)[0] == 2

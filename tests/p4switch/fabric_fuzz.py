@@ -38,15 +38,15 @@ SWITCHES = (("hash", "leaf3"), ("hash", "spine1"), ("round-robin", "leaf1"))
 MCAST_LOSS = 0.1
 
 
-def demo_intent(ecmp_mode: str = "hash") -> Intent:
+def demo_intent(ecmp_mode: str = "hash", loss: float = MCAST_LOSS) -> Intent:
     """The fabric of the demo's second part, every kind of entry present: a 4-host vClos
-    slice (leaves 1-2, spines 1-2), and on the other hosts a multicast group with loss, a
+    slice (leaves 1-2, spines 1-2), and on the other hosts a multicast group with `loss`, a
     SwitchML job, a NetReduce job (two leaves and a spine) and an Ethereal step with pins."""
     intent = Intent.from_yaml(TOPOLOGY.read_text(), slot_capacity=1024, max_workers=32)
     intent.ecmp_mode = ecmp_mode
     intent.create_slice("tenant", 4)
     free = intent.unsliced_hosts()
-    intent.create_group("allgather", free, loss=MCAST_LOSS)
+    intent.create_group("allgather", free, loss=loss)
     intent.create_job("switchml", free, slots=16)
     intent.create_nr_job("netreduce", free, credits=2)
     intent.install_step("alltoall", [Flow(a, b, 1 << 20) for a in free for b in free if a != b],
