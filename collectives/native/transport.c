@@ -63,17 +63,39 @@ static void crc_init(void) {
 #if defined(__x86_64__)
 #include <immintrin.h>
 __attribute__((target("pclmul,sse4.1")))
-static uint32_t crc32_clmul(uint32_t state, const uint8_t *p, size_t n) {  /* n >= 32, n % 16 == 0 */
-    const __m128i k34 = _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL);
+static inline __m128i fold(__m128i x, __m128i k, const uint8_t *p) {
+    return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
+                                       _mm_clmulepi64_si128(x, k, 0x11)),
+                         _mm_loadu_si128((const __m128i *)p));
+}
+
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t crc32_clmul(uint32_t state, const uint8_t *p, size_t n) {  /* n >= 16, n % 16 == 0 */
+    const __m128i k12 = _mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL);    /* by 512 bits */
+    const __m128i k34 = _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL);    /* by 128 bits */
     const __m128i k5 = _mm_set_epi64x(0, 0x0163cd6124LL);
     const __m128i poly = _mm_set_epi64x(0x01f7011641LL, 0x01db710641LL);
     const __m128i low32 = _mm_setr_epi32(~0, 0, ~0, 0);
     __m128i x = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)state));
-    for (p += 16, n -= 16; n; p += 16, n -= 16) {
-        __m128i lo = _mm_clmulepi64_si128(x, k34, 0x00);
-        __m128i hi = _mm_clmulepi64_si128(x, k34, 0x11);
-        x = _mm_xor_si128(_mm_xor_si128(lo, hi), _mm_loadu_si128((const __m128i *)p));
+    p += 16;
+    n -= 16;
+    if (n >= 112) {                 /* four accumulators hide the multiplier's latency */
+        __m128i x1 = _mm_loadu_si128((const __m128i *)p);
+        __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 16));
+        __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 32));
+        p += 48;
+        n -= 48;
+        for (; n >= 64; p += 64, n -= 64) {
+            x = fold(x, k12, p);
+            x1 = fold(x1, k12, p + 16);
+            x2 = fold(x2, k12, p + 32);
+            x3 = fold(x3, k12, p + 48);
+        }
+        x = fold(x, k34, (const uint8_t *)&x1);
+        x = fold(x, k34, (const uint8_t *)&x2);
+        x = fold(x, k34, (const uint8_t *)&x3);
     }
+    for (; n; p += 16, n -= 16) x = fold(x, k34, p);
     /* 128 -> 64 bits */
     __m128i t = _mm_clmulepi64_si128(x, k34, 0x10);
     x = _mm_xor_si128(_mm_srli_si128(x, 8), t);
@@ -90,7 +112,7 @@ static uint32_t crc32_clmul(uint32_t state, const uint8_t *p, size_t n) {  /* n 
 static uint32_t crc32_cont(uint32_t crc, const uint8_t *p, size_t n) {
     crc = ~crc;
 #if defined(__x86_64__)
-    if (have_clmul && n >= 64) {
+    if (have_clmul && n >= 16) {
         size_t m = n & ~(size_t)15;
         crc = crc32_clmul(crc, p, m);
         p += m;
@@ -114,21 +136,21 @@ static uint32_t crc32_cont(uint32_t crc, const uint8_t *p, size_t n) {
     return ~crc;
 }
 
-/* wire.icrc: the variant fields masked to ones, behind 8 bytes of ones (the LRH) */
+/* wire.icrc: the variant fields masked to ones, behind 8 bytes of ones (the LRH). The first
+ * 48 bytes (LRH, IP/UDP, the BTH with its masked byte) go through one buffer, so that the
+ * CRC runs over whole 16-byte blocks. */
+#define ICRC_HEAD (8 + IP_UDP_BYTES + BTH_BYTES)
 static uint32_t icrc(const uint8_t *pkt, uint32_t roce_len) {
-    static const uint8_t ones[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
-    uint8_t hdr[IP_UDP_BYTES];
-    memcpy(hdr, pkt, IP_UDP_BYTES);
-    hdr[1] = 0xFF;
-    hdr[8] = 0xFF;
-    hdr[10] = hdr[11] = 0xFF;
-    hdr[26] = hdr[27] = 0xFF;
-    uint32_t crc = crc32_cont(0, ones, 8);
-    crc = crc32_cont(crc, hdr, IP_UDP_BYTES);
-    const uint8_t *roce = pkt + IP_UDP_BYTES;
-    crc = crc32_cont(crc, roce, 4);
-    crc = crc32_cont(crc, ones, 1);
-    return crc32_cont(crc, roce + 5, roce_len - 5);
+    uint8_t head[ICRC_HEAD];
+    memset(head, 0xFF, 8);
+    memcpy(head + 8, pkt, IP_UDP_BYTES + BTH_BYTES);
+    head[8 + 1] = 0xFF;
+    head[8 + 8] = 0xFF;
+    head[8 + 10] = head[8 + 11] = 0xFF;
+    head[8 + 26] = head[8 + 27] = 0xFF;
+    head[8 + IP_UDP_BYTES + 4] = 0xFF;
+    uint32_t crc = crc32_cont(0, head, ICRC_HEAD);
+    return crc32_cont(crc, pkt + IP_UDP_BYTES + BTH_BYTES, roce_len - BTH_BYTES);
 }
 
 static inline void put16(uint8_t *p, uint32_t v) { p[0] = v >> 8; p[1] = v; }
