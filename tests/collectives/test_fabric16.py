@@ -1,7 +1,8 @@
 """The load-balancing table at twice the demo's hosts: 16 ranks on the leafspine-4x4 netns
-fabric (8 p4switch processes configured by fabricd), every policy with its eBPF program, the
+fabric (8 p4switch processes configured by fabricd), every policy with its eBPF program (Ethereal
+planning on the topology model: fabricd serves inside the fabric's namespace), the
 demo's three collectives of part one; every result exact. The hosts run the default transport
-(native where a C compiler exists): 16 Python transports on two cores did not fit."""
+(native where a C compiler exists)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,7 +36,7 @@ def test_sixteen_hosts_every_policy_exact(fabric, policy):
     hosts = sorted(fabric.topo.hosts.values(), key=lambda h: h.rank)
     assert len(hosts) == 16
     rows = launch([h.ip for h in hosts], RUNS, namespaces=[fabric.hosts[h.name] for h in hosts],
-                  policy=policy, topology=str(TOPO), fabricd=fabric.server, timeout=600,
+                  policy=policy, topology=str(TOPO), timeout=600,
                   step_timeout=240, transport={"reliability": "ooo", "window": 32,
                                                "ack_every": 4})
     assert len(rows) == 16 * len(RUNS)
