@@ -23,7 +23,6 @@ class Watchdog:
         self.fabric, self.period = fabric, period
         self._wake = threading.Event()
         self._lost_at: dict[str, float] = {}
-        self.recoveries: list[tuple[str, bool, float]] = []   # (switch, pipeline pushed, s)
         for name, dev in fabric.devices.items():
             dev.conn.on_lost = lambda name=name: self.lost(name)
 
@@ -56,7 +55,6 @@ class Watchdog:
         if result.error:
             return False
         took = time.monotonic() - self._lost_at.pop(name)
-        self.recoveries.append((name, pushed, took))
         log.warning("%s: re-synchronised after %.2f s (%s; %d inserted, %d modified, "
                     "%d deleted)", name, took, "pipeline pushed" if pushed else "pipeline kept",
                     result.inserted, result.modified, result.deleted)
