@@ -34,6 +34,7 @@ class Fabric:
                          tls)
             for name, sw in intent.topo.switches.items()}
         self.states = encode_fabric.intended_states(intent, self.schema)
+        self.unsynced: set[str] = set()     # switches whose last reconciliation failed
 
     # -- the one way to change things -----------------------------------------------------------
     def change(self, fn):
@@ -59,21 +60,27 @@ class Fabric:
             return [self.sync_one(name, connect) for name in self.devices]
 
     def sync_one(self, name: str, connect: bool = True) -> api.SwitchSync:
-        """Reconcile one switch. Without `connect`, a switch whose session is down is only
-        reported (the watchdog reconnects it), so one dead switch does not stall every
-        request for its connect timeout."""
+        """Reconcile one switch. A switch whose last reconciliation failed (its session may
+        be up while its pipeline push or a write timed out) is connected afresh first, so
+        its pipeline is checked again. Without `connect`, a switch whose session is down or
+        that is out of sync is only reported (the watchdog brings it back), so one dead
+        switch does not stall every request for its connect timeout."""
         dev, state = self.devices[name], self.states[name]
         reply = api.SwitchSync(switch=name, entries=state.size())
-        if not connect and not dev.connected:
-            reply.error = "not connected (fabricd's watchdog retries it)"
+        if not connect and (not dev.connected or name in self.unsynced):
+            reply.error = "not in sync (fabricd's watchdog retries it)"
+            self.unsynced.add(name)
             return reply
         try:
-            dev.ensure_connected()
+            if name in self.unsynced or not dev.connected:
+                dev.connect()
             counts = dev.sync(state)
             reply.inserted, reply.modified, reply.deleted = (
                 counts["insert"], counts["modify"], counts["delete"])
+            self.unsynced.discard(name)
         except P4RuntimeError as err:
             reply.error = str(err)
+            self.unsynced.add(name)
             log.info("%s: %s", name, err)
         return reply
 

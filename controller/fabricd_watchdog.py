@@ -1,8 +1,10 @@
-"""fabricd's watchdog: brings back switches whose P4Runtime session ended.
+"""fabricd's watchdog: brings back switches whose P4Runtime session ended or whose last
+reconciliation failed.
 
 A session ends when the switch process dies or restarts (its stream breaks: the connection
-reports it at once through `on_lost`), or when another controller takes primacy. The watchdog
-wakes on that report, or every `period` seconds to retry switches still unreachable, opens a
+reports it at once through `on_lost`), or when another controller takes primacy; a
+reconciliation fails when a pipeline push or a write times out on a busy switch. The watchdog
+wakes on a lost session, or every `period` seconds to retry the others, opens a
 new session (pushing the pipeline when the switch does not run it: a restarted switch has
 nothing) and reconciles the switch with the intent (`Fabric.sync_one`: every missing entry
 written, nothing duplicated, stale entries deleted). Each recovery is logged with what it
@@ -39,7 +41,7 @@ class Watchdog:
             if stop.is_set():
                 return
             for name, dev in self.fabric.devices.items():
-                if not dev.connected:
+                if not dev.connected or name in self.fabric.unsynced:
                     self.recover(name)
 
     def recover(self, name: str) -> bool:
@@ -51,6 +53,7 @@ class Watchdog:
         except P4RuntimeError:
             return False
         with self.fabric.lock:
+            self.fabric.unsynced.discard(name)     # connected afresh just now
             result = self.fabric.sync_one(name)
         if result.error:
             return False

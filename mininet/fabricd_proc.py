@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class Fabricd:
-    """Starts `fabricd` on an ephemeral 127.0.0.1 port and waits until it has served the
-    topology (it has then pushed fabric.p4 and the routes to every switch)."""
+    """Starts `fabricd` on an ephemeral 127.0.0.1 port and waits until it serves and every
+    switch holds fabric.p4 and its routes (`fabricctl sync` succeeds: on a busy machine a
+    switch can time out at fabricd's start, and its watchdog writes it a moment later)."""
 
     def __init__(self, topology: Path, log_dir: Path, ecmp_mode: str = "hash",
                  compiler: str | None = None, ecn_delay_us: int = 0):
@@ -48,6 +49,10 @@ class Fabricd:
                 raise RuntimeError("fabricd did not start within 120 s")
             time.sleep(0.2)
         self.address = f"127.0.0.1:{port_file.read_text().strip()}"
+        while (done := self.ctl("sync")).returncode != 0:
+            if time.monotonic() > deadline + 60:
+                raise RuntimeError(f"the switches are not in sync: {done.stdout}{done.stderr}")
+            time.sleep(0.5)
         return self
 
     def ctl(self, *args: str) -> subprocess.CompletedProcess:

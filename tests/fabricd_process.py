@@ -45,7 +45,8 @@ class Fabricd:
                 "--state", str(self.tmp / "state.json"), "--p4info", str(self.compiled[0]),
                 "--config", str(self.compiled[1]), "--listen", "127.0.0.1:0",
                 "--port-file", str(port_file), "--resync-period", "0.3",
-                "--switch-timeout", "5", *self.extra]
+                # 30 s: a margin a busy machine does not cross (5 s was crossed at load 20)
+                "--switch-timeout", "30", *self.extra]
         for name, addr in self.addresses.items():
             args += ["--switch", f"{name}={addr}"]
         self.proc = subprocess.Popen(args, cwd=REPO, stderr=self.log.open("w"))

@@ -201,8 +201,14 @@ def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | 
             assert daemon.poll() is None, (tmp_path / "fabricd.log").read_text()
             assert time.monotonic() < deadline, "fabricd did not start"
             time.sleep(0.1)
-        yield Fabric(topo, fab, hosts, devices, f"127.0.0.1:{port_file.read_text().strip()}",
-                     addresses, procs, state, tmp_path / "fabricd.log")
+        fabric = Fabric(topo, fab, hosts, devices, f"127.0.0.1:{port_file.read_text().strip()}",
+                        addresses, procs, state, tmp_path / "fabricd.log")
+        # every switch holds its entries (on a busy machine one can time out at fabricd's
+        # start; its watchdog writes it a moment later)
+        while (done := fabric.fabricctl("sync")).returncode != 0:
+            assert time.monotonic() < deadline + 60, done.stdout + done.stderr
+            time.sleep(0.5)
+        yield fabric
     finally:
         if daemon is not None and daemon.poll() is None:
             daemon.terminate()

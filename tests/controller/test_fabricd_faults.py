@@ -47,9 +47,10 @@ def test_switch_restart_mid_collective_is_repushed_and_the_collective_exact(net,
     def crash_leaf1():
         net.wait_for_traffic(net.host_port("h1"), 256 << 10)
         events["killed"] = time.monotonic()
+        events["log_at"] = len(net.log.read_text())     # what fabricd logs from the kill on
         events["restart_s"] = net.restart_switch("leaf1")
         deadline = time.monotonic() + 120
-        while "leaf1: re-synchronised" not in net.log.read_text():
+        while "leaf1: re-synchronised" not in net.log.read_text()[events["log_at"]:]:
             assert time.monotonic() < deadline, net.log.read_text()
             time.sleep(0.05)
         events["resynced"] = time.monotonic()
@@ -61,7 +62,7 @@ def test_switch_restart_mid_collective_is_repushed_and_the_collective_exact(net,
     assert "resynced" in events, "leaf1 was not re-synchronised during the collective"
     assert all(r["ok"] for r in rows), rows                       # exact
     assert sum(r["packets_retransmitted"] for r in rows) > 0      # the crash hit mid-run
-    log = net.log.read_text()
+    log = net.log.read_text()[events["log_at"]:]
     assert "leaf1: P4Runtime session lost" in log
     assert "pipeline pushed" in log.split("leaf1: re-synchronised")[1].splitlines()[0]
     assert net.difference() == {name: ZERO for name in net.switches}
