@@ -292,14 +292,23 @@ class CodeGen:
             f.emit("return;")
             return
         if isinstance(st.value, ast.Tuple):
-            parts = [self.expr(e) if not _is_none(e) else Ex("0", INT) for e in st.value.elts]
+            # `None` is the undefined return value of a function that ends without `return`:
+            # a zero of the kind the function's other returns give that slot
+            known = f.ret[1] if f.ret and f.ret[0] == "tuple" and len(f.ret[1]) == len(st.value.elts) else None
+            parts = [self.expr(e) if not _is_none(e) else self.zero(known[i] if known else INT)
+                     for i, e in enumerate(st.value.elts)]
             kind = ("tuple", tuple(INT if p.kind == ("bool",) else p.kind for p in parts))
             f.ret = kind
             f.emit(f"return ({self.tuple_type(kind)}){{{', '.join(p.code for p in parts)}}};")
             return
-        e = self.expr(st.value)
-        f.ret = e.kind
+        e = self.zero(f.ret or INT) if _is_none(st.value) else self.expr(st.value)
+        f.ret = INT if e.kind == ("bool",) and f.ret in (None, INT) else e.kind
         f.emit(f"return {e.code};")
+
+    def zero(self, kind) -> Ex:
+        if kind in (INT, ("bool",)):
+            return Ex("0", INT)
+        return Ex(f"(({self.ctype(kind)}){{0}})", kind, copy=True)
 
     def raise_(self, st):
         exc = st.exc
@@ -547,6 +556,13 @@ class CodeGen:
             return Ex(f"(({self.cond(node.test)}) ? {a.code} : {b.code})", a.kind if a.kind != ("bool",) else b.kind)
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
+        if isinstance(node, ast.Tuple):          # a P4 tuple (or list) value
+            parts = [self.expr(e) for e in node.elts]
+            kind = ("tuple", tuple(INT if p.kind == ("bool",) else p.kind for p in parts))
+            for p in parts:
+                self.ctype(p.kind)
+            return Ex(f"(({self.tuple_type(kind)}){{{', '.join(p.code for p in parts)}}})", kind,
+                      copy=True)
         if isinstance(node, ast.Call):
             return self.call(node, statement)
         _fail(node, f"expression {type(node).__name__}")
@@ -682,6 +698,9 @@ class CodeGen:
             if args:
                 _fail(node, f"constructor arguments of {name}")
             return Ex(f"(({name}){{0}})", ("struct", name), copy=True)
+        if name == "_Stack":        # a local header stack: `_Stack(H_x, size)`, all invalid
+            kind = self.low.stack(args[0].id, args[1].value)
+            return Ex(f"(({kind[1]}){{0}})", kind, copy=True)
         if name == "_hash":
             return self.hash_call(node)
         if name == "_bytes":
@@ -788,29 +807,78 @@ class CodeGen:
             payload, data = True, data.left
         if not (isinstance(data, ast.Call) and isinstance(data.func, ast.Name) and data.func.id == "_bytes"):
             _fail(node, "hash input")
-        nbits = data.args[1].value
-        terms = _concat_terms(data.args[0])
+        parts, maxbits = self.field_list(data, node)
         f = self.fn
-        buf = f.fresh("hb")
-        nbytes = (nbits + 7) // 8
-        f.decls.append(f"uint8_t {buf}[{nbytes + 1}];")
-        puts = [f"memset({buf}, 0, {nbytes + 1})"]
-        prev = nbits
-        for expr, shift in terms:
-            width = prev - shift
-            if width <= 0 or width > 512:
-                _fail(node, "field list")
-            e = self.expr(expr)
+        buf, off = f.fresh("hb"), f.fresh("ho")
+        nbytes = (maxbits + 7) // 8
+        f.decls.append(f"uint8_t {buf}[{nbytes + 1}]; uint64_t {off};")
+        puts = [f"memset({buf}, 0, {nbytes + 1})", f"{off} = 0"]
+        for e, width in parts:
+            if e.kind not in (INT, WIDE, ("bool",)):
+                _fail(node, f"field list member of kind {e.kind[0]}")
             if e.kind == WIDE:
-                puts.append(f"putwide({buf}, {nbits - prev}, {width}, {e.code})")
+                puts.append(f"putwide({buf}, {off}, (unsigned)({width}), {e.code})")
             else:
-                puts.append(f"putbits128({buf}, {nbits - prev}, {width}, {self.int_expr(expr)})")
-            prev = shift
-        if prev != 0:
-            _fail(node, "field list")
+                puts.append(f"putbits128({buf}, {off}, {width}, {e.code})")
+            puts.append(f"{off} += (uint64_t)({width})")
         tail = "CUR->data->d + CUR->payload_off, CUR->data->len - CUR->payload_off" if payload else "NULL, 0"
-        puts.append(f"hash_run({HASHES[algo]}, {buf}, {nbytes}, {tail})")
+        puts.append(f"hash_run({HASHES[algo]}, {buf}, ({off} + 7) / 8, {tail})")
         return Ex("({ " + "; ".join(puts) + "; })", INT)
+
+    def field_list(self, data, node) -> tuple[list[tuple[Ex, str | int]], int]:
+        """`_bytes(VALUE, NBITS)` of a hash or checksum -> ([(field, width)], most bits). Fixed
+        widths: VALUE is `a << k1 | b << k2 | c`. With varbit fields (NBITS `fixed + h._L_f`):
+        VALUE is `((a << w2) | b) << w3) | c`, each shift the width of the part after it."""
+        nbits = data.args[1]
+        if isinstance(nbits, ast.Constant):
+            parts, prev = [], nbits.value
+            for expr, shift in _concat_terms(data.args[0]):
+                width = prev - shift
+                if width <= 0 or width > 512:
+                    _fail(node, "field list")
+                parts.append((self.expr(expr), width))
+                prev = shift
+            if prev != 0:
+                _fail(node, "field list")
+            return parts, nbits.value
+        fixed = _add_terms(nbits)[0]
+        if not isinstance(fixed, ast.Constant):
+            _fail(node, "field list")
+        raw = _shift_or_parts(data.args[0])
+        parts, maxbits = [], 0
+        for i, (expr, shift) in enumerate(raw):
+            e = self.expr(expr)
+            if shift is None and i == 0:     # the first part: a varbit field, or the fixed rest
+                shift = self.varbit_length(expr)
+                if shift is None:
+                    width = fixed.value - sum(w.value for _, w in raw[1:] if isinstance(w, ast.Constant))
+                    if not 0 < width <= 512:
+                        _fail(node, "field list")
+                    parts.append((e, width))
+                    maxbits += width
+                    continue
+            if isinstance(shift, ast.Constant):
+                parts.append((e, shift.value))
+                maxbits += shift.value
+                continue
+            length = self.expr(shift)
+            owner = self.expr(shift.value) if isinstance(shift, ast.Attribute) else None
+            st = self.structs.get(owner.kind[1]) if owner is not None and owner.kind[0] == "struct" else None
+            if st is None or st.varbit is None or shift.attr != "_L_" + st.varbit[0]:
+                _fail(node, "field list")
+            parts.append((e, length.code))
+            maxbits += st.varbit[1]
+        return parts, maxbits
+
+    def varbit_length(self, expr):
+        """`h.f` of a varbit field f -> the node `h._L_f`, else None."""
+        if not isinstance(expr, ast.Attribute):
+            return None
+        owner = self.expr(expr.value)
+        st = self.structs.get(owner.kind[1]) if owner.kind[0] == "struct" else None
+        if st is None or st.varbit is None or st.varbit[0] != expr.attr:
+            return None
+        return ast.Attribute(value=expr.value, attr="_L_" + expr.attr, ctx=ast.Load())
 
     def table_call(self, pyname, node):
         name = self.pynames.get(pyname)
@@ -924,3 +992,18 @@ def _concat_terms(node):
             terms.append((n, 0))
     walk(node)
     return terms
+
+
+def _add_terms(node) -> list:
+    """`a + b + c` -> [a, b, c]"""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _add_terms(node.left) + _add_terms(node.right)
+    return [node]
+
+
+def _shift_or_parts(node) -> list:
+    """`((a << w2) | b) << w3) | c` -> [(a, None), (b, w2), (c, w3)]"""
+    if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr)
+            and isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.LShift)):
+        return _shift_or_parts(node.left.left) + [(node.right, node.left.right)]
+    return [(node, None)]

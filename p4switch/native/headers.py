@@ -10,19 +10,24 @@ def cpath(path: str) -> str:
     return ".".join(cname(part) for part in path.split("."))
 
 
-def type_order(low: Lowered, extra: list[Struct]) -> list[Struct]:
-    """Structs in an order where every member type comes before its container."""
+def type_order(low: Lowered, tuples: dict[tuple, Struct]) -> list[Struct]:
+    """Structs (and the tuple types, by kind) in an order where every member type comes
+    before its container."""
     out, seen = [], set()
 
     def visit(st: Struct):
         if st.name in seen:
             return
         seen.add(st.name)
-        deps = [st.elem] if st.kind == "K" else [k[1] for k in st.members.values() if k[0] == "struct"]
+        if st.kind == "K":
+            deps = [low.structs[st.elem]]
+        else:
+            deps = [low.structs[k[1]] if k[0] == "struct" else tuples[k]
+                    for k in st.members.values() if k[0] in ("struct", "tuple")]
         for d in deps:
-            visit(low.structs[d])
+            visit(d)
         out.append(st)
-    for st in list(low.structs.values()) + extra:
+    for st in list(low.structs.values()) + list(tuples.values()):
         visit(st)
     return out
 

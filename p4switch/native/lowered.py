@@ -124,19 +124,23 @@ class Lowered:
                 raise Unsupported(f"member {tgt} of {node.name}")
 
     def _header_fields(self, s: Struct, node, methods):
-        """Layout from `_int` (MSB first); a field is `self.f`, or `self.s.f` for a field of a
-        struct inside the header; signed ones are sign-extended in `_ext`."""
+        """Layout from `_int` (MSB first): `(self.f & MASK) << SHIFT | ... | int(self.b)`, a
+        field `self.f` or `self.s.f` (a field of a struct inside the header), a bool `int(...)`
+        of one bit; signed fields are sign-extended in `_ext`."""
         signed = set()
         for st in methods["_ext"].body:
             if (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Attribute)
                     and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Sub)):
                 signed.add(ast.unparse(st.targets[0])[5:])
-        text = ast.unparse(methods["_int"].body[0].value)
-        for f, mask in re.findall(r"self\.([\w.]+) & (0x[0-9a-f]+|\d+)", text):
-            width = int(mask, 0).bit_length()
+        value = methods["_int"].body[0].value
+        terms = [] if isinstance(value, ast.Constant) and value.value == 0 else _or_terms(value)
+        for term in terms:            # (a header without fields: `return 0`)
+            if isinstance(term, ast.BinOp) and isinstance(term.op, ast.LShift):
+                term = term.left
+            f, width = _field_term(term, node.name)
             if width > 512 or (width > 64 and (f in signed or "." in f)):
                 raise Unsupported(f"field {f} of {width} bits (wider than 512, or signed or in a "
-                                  f"struct and wider than 64) in header {node.name[2:].rsplit('_', 1)[0]}")
+                                  f"struct and wider than 64) in header {_p4name(node.name)}")
             s.fields.append((f, width, f in signed))
             if "." not in f:
                 s.members[f] = WIDE if width > 64 else INT
@@ -148,22 +152,53 @@ class Lowered:
         extv = ast.unparse(methods["_extv"])
         limit = re.search(r"if vb > (\d+)", extv)
         for st in methods["_int"].body:
+            # `acc = (acc << W) | (int(self.f) & MASK)`, the varbit one `(acc << self._L_f) | ...`
             if not (isinstance(st, ast.Assign) and isinstance(st.value, ast.BinOp)):
                 continue
-            shift, field = st.value.left.right, ast.unparse(st.value.right.left)[5:]
-            if "." in field:
-                raise Unsupported(f"struct field {field} beside a varbit field in header "
-                                  f"{node.name[2:].rsplit('_', 1)[0]}")
+            shift = st.value.left.right
             if isinstance(shift, ast.Constant):
+                field, _ = _field_term(st.value.right, node.name)
+                if "." in field:
+                    raise Unsupported(f"struct field {field} beside a varbit field in header "
+                                      f"{_p4name(node.name)}")
                 if shift.value > 64:
                     raise Unsupported(f"field {field} of {shift.value} bits beside a varbit field "
-                                      f"in header {node.name[2:].rsplit('_', 1)[0]}")
+                                      f"in header {_p4name(node.name)}")
                 s.fields.append((field, shift.value, False))
                 s.members[field] = INT
             else:
+                field = shift.attr[3:]
                 if int(limit.group(1)) > 512:
                     raise Unsupported(f"varbit field {field} of up to {limit.group(1)} bits (over 512)")
                 s.varbit = (field, int(limit.group(1)), "vb & 7" in extv)
                 s.fields.append((field, 0, False))
                 s.members[field] = WIDE
                 s.members["_L_" + field] = INT
+
+
+def _p4name(cls: str) -> str:
+    """H_ipv4_t_2 -> ipv4_t"""
+    return cls[2:].rsplit("_", 1)[0]
+
+
+def _or_terms(node) -> list:
+    """`a | b | c` -> [a, b, c]"""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _or_terms(node.left) + _or_terms(node.right)
+    return [node]
+
+
+def _field_term(node, cls: str) -> tuple[str, int]:
+    """One field of a header's `_int`: `self.f & MASK` or `int(self.f) & MASK` (width of the
+    mask), or a bool's `int(self.f)` (one bit) -> ('f', width); 's.f' for a struct's field."""
+    width = 1
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+        if not isinstance(node.right, ast.Constant):
+            raise Unsupported(f"header layout of {_p4name(cls)}")
+        node, width = node.left, node.right.value.bit_length()
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int":
+        node = node.args[0]
+    text = ast.unparse(node)
+    if not text.startswith("self."):
+        raise Unsupported(f"header layout of {_p4name(cls)}")
+    return text[5:], width

@@ -54,6 +54,18 @@ def table_nargs(program, name) -> int:
 
 
 def generate(program) -> str:
+    """The program's C source; raises Unsupported (with the reason) for what it does not
+    compile, also for a construct the generator fails on (so callers fall back, saying so)."""
+    try:
+        return _generate(program)
+    except Unsupported:
+        raise
+    except Exception as exc:     # a generator bug must not crash the default path
+        raise Unsupported(f"internal error of the native code generator ({type(exc).__name__}: "
+                          f"{exc})") from exc
+
+
+def _generate(program) -> str:
     check(program)
     low = Lowered(program.source)
     for _ in range(64):
@@ -68,12 +80,12 @@ def generate(program) -> str:
             continue
     else:
         raise Unsupported("wide values flow through too many variables")
-    tuples = []
+    tuples = {}
     for kind, tname in gen.tuples.items():
         st = Struct(tname, "T")
         for i, k in enumerate(kind[1]):
             st.members[f"f{i}"] = k
-        tuples.append(st)
+        tuples[kind] = st
     order = headers.type_order(low, tuples)
     out = [f"#define P4_RNG_SEED {Rng.SEED:#x}ULL", (HERE / "runtime.h").read_text(),
            "/* ---- generated types */"]

@@ -27,8 +27,8 @@ from controller.intent import Intent  # noqa: E402
 from controller.p4rt import Schema  # noqa: E402
 from fabricmodel import rocev2  # noqa: E402
 from fabricmodel.ethereal import Flow  # noqa: E402
+from p4switch.conformance import switch_state as state_of  # noqa: E402
 from p4switch.runtime.pipeline import Pipeline  # noqa: E402
-from p4switch.stateful import Counter, Register  # noqa: E402
 
 FABRIC_P4 = ROOT / "p4src" / "fabric.p4"
 TOPOLOGY = ROOT / "controller" / "topologies" / "leafspine-4x4-h2.yaml"
@@ -79,20 +79,6 @@ def configured(compiled, state, backend: str):
     for update in updates(state, schema):
         pipe.write(update)
     return pipe.sw
-
-
-def state_of(sw) -> dict:
-    """Every counter, register and direct counter of a switch."""
-    out = {}
-    for name, obj in sw.externs.items():
-        if isinstance(obj, Register):
-            out[name] = list(obj.values)
-        elif isinstance(obj, Counter):
-            out[name] = (list(obj.packets), list(obj.bytes))
-    for name, t in sw.tables.items():
-        if t.counting:
-            out[name] = [sw.direct_counter_read(name, h) for h in sorted(t.entries)]
-    return out
 
 
 # ---- valid packets ------------------------------------------------------------------------

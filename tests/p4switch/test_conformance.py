@@ -1,5 +1,6 @@
 """The corpus runner (`python -m p4switch.conformance`) on a stand-in p4c checkout built from
-this repository's own STF programs: one passes, one fails, one does not compile."""
+this repository's own STF programs: one passes, one fails, one does not compile, and (--diff)
+one the native backend does not run."""
 from __future__ import annotations
 
 import shutil
@@ -7,8 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import p4switch
 from p4switch import conformance
+from p4switch.native import available
 
 STF_DIR = Path(__file__).parent / "stf"
 
@@ -62,3 +66,42 @@ def test_p4info_comparison_ignores_ids_only():
     assert conformance.p4info_diff(info, other) == ""
     other.tables[0].size += 1
     assert "size" in conformance.p4info_diff(info, other)
+
+
+def _wide_register_program(samples: Path):
+    """register_rw with a 96-bit register: the native backend does not run it."""
+    text = (STF_DIR / "register_rw.p4").read_text().replace(
+        "register<bit<32>>(16) acc;", "register<bit<32>>(16) acc;\n    register<bit<96>>(4) wide;")
+    text = text.replace("hdr.h.d = v;", "hdr.h.d = v;\n        wide.write(0, (bit<96>)v);")
+    (samples / "wide_register-bmv2.p4").write_text(text)
+    shutil.copy(STF_DIR / "register_rw.stf", samples / "wide_register-bmv2.stf")
+
+
+@pytest.mark.skipif(not available(), reason="no C compiler (cc) for the native backend")
+def test_diff_mode_compares_the_backends(tmp_path):
+    p4c = _fake_p4c(tmp_path)
+    _wide_register_program(p4c / conformance.SAMPLES)
+    run = subprocess.run([sys.executable, "-m", "p4switch.conformance", "--p4c-src", str(p4c),
+                          "--diff", "-q", "exact_basic-bmv2", "exact_wrong-bmv2",
+                          "wide_register-bmv2"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr     # a divergence: the refused program
+    rows = {line.split()[0]: line.split()[1:4] for line in run.stdout.splitlines()[1:4]}
+    assert rows == {"exact_basic-bmv2": ["pass", "native", "same"],
+                    "exact_wrong-bmv2": ["fail", "native", "same"],
+                    "wide_register-bmv2": ["pass", "python*", "DIFFER"]}
+    assert "native refused: register IngressImpl.wide of 96 bits" in run.stdout
+    assert "backends: 2/3 the same on python and native, 1 diverge" in run.stdout
+    assert "stf: 2/3 pass (1 on the Python backend: the native one does not run them)" in run.stdout
+
+
+def test_divergence_names_the_first_difference():
+    same = conformance._Run("pass", "", {1: [b"\x01\x02"]}, {"c": ([1], [60])})
+    assert conformance.divergence(same, same) == ""
+    other = conformance._Run("pass", "", {1: [b"\x01\x03"]}, {"c": ([1], [60])})
+    assert conformance.divergence(same, other).startswith("port 1 packet 0: byte 1 differs")
+    fewer = conformance._Run("pass", "", {1: []}, {"c": ([1], [60])})
+    assert conformance.divergence(same, fewer) == "port 1: 1 packets on python, 0 on native"
+    counted = conformance._Run("pass", "", {1: [b"\x01\x02"]}, {"c": ([2], [120])})
+    assert conformance.divergence(same, counted).startswith("c: python ([1], [60])")
+    failed = conformance._Run("fail", "x", {1: [b"\x01\x02"]}, {"c": ([1], [60])})
+    assert conformance.divergence(same, failed) == "stf pass on python, fail on native"
