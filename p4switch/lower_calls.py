@@ -34,7 +34,7 @@ class Calls:
         """Stores a value computed by an extern into an `out` argument."""
         if isinstance(arg, Tree) and arg.data == "e_dontcare":
             return
-        target = self.expr(arg, scope, w, ctx, lvalue=True)
+        target = self.expr(arg, scope, w, ctx)
         self.check_writable(target, arg)
         tt = T.strip(target.type)
         if isinstance(tt, T.BitsT):
@@ -185,7 +185,7 @@ class Calls:
         codes, outs = [], []
         for a, p in zip(args, params, strict=True):
             if p["dir"] in ("out", "inout"):
-                target = self.expr(a, scope, w, ctx, p["type"], lvalue=True)
+                target = self.expr(a, scope, w, ctx, p["type"])
                 if target.type is not T.DONTCARE:
                     self.check_writable(target, a)
                     self.coerce(target, p["type"], a)
@@ -498,7 +498,7 @@ class Calls:
                         raise Fail(where, f"extract needs a header type, not {ht}")
                     h = Ex(f"{self.class_of(T.strip(ht))}()", ht)
                 else:
-                    h = self.expr(args[0], scope, w, ctx, lvalue=True)
+                    h = self.expr(args[0], scope, w, ctx)
                 if not isinstance(T.strip(h.type), T.HeaderT):
                     raise Fail(args[0], f"extract needs a header, not {h.type}")
                 has_varbit = any(isinstance(T.strip(ft), T.VarbitT) for _, ft in T.strip(h.type).fields)

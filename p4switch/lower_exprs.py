@@ -140,7 +140,7 @@ class Expressions:
             w.dedent()
 
     def assign(self, target_node, value_node, scope, w, ctx):
-        target = self.expr(target_node, scope, w, ctx, lvalue=True)
+        target = self.expr(target_node, scope, w, ctx)
         self.check_writable(target, target_node)
         value = self.coerce(self.expr(value_node, scope, w, ctx, target.type), target.type, value_node)
         self.store(target, self.copy_code(value), w)
@@ -206,17 +206,27 @@ class Expressions:
         return f"(({code}) & {t.mask:#x})"
 
     # ---------------------------------------------------------- expressions
-    def expr(self, node, scope, w, ctx, expected=None, lvalue=False) -> Ex:
-        ex = self._expr(node, scope, w, ctx, expected, lvalue)
+    def expr(self, node, scope, w, ctx, expected=None) -> Ex:
+        """The typed Python expression of NODE; statements it needs first (calls, temporaries)
+        go to the writer W. EXPECTED types list and struct initialisers and integer literals."""
+        if isinstance(node, Token):
+            ex = self.ex_token(node)
+        else:
+            handler = _EXPRESSIONS.get(node.data)
+            if handler is None:
+                raise Fail(node, f"unsupported expression '{node.data}'")
+            ex = getattr(self, handler)(node, scope, w, ctx, expected)
         ex.node = node
         return ex
 
-    def _expr(self, node, scope, w, ctx, expected, lvalue):
-        if isinstance(node, Token):
-            if node.type == "INTEGER":
-                v, t = parse_int(node.value)
-                return Ex(repr(v), t, const=v)
-            raise Fail(node, f"unexpected '{node.value}'")
+    def ex_token(self, node):
+        if node.type == "INTEGER":
+            v, t = parse_int(node.value)
+            return Ex(repr(v), t, const=v)
+        raise Fail(node, f"unexpected '{node.value}'")
+
+    def ex_literal(self, node, scope, w, ctx, expected):
+        """Integer and string literals, true, false and `_`."""
         d = node.data
         if d == "e_int":
             v, t = parse_int(node.children[0].value)
@@ -224,186 +234,214 @@ class Expressions:
         if d == "e_string":
             s = json.loads(node.children[0].value)
             return Ex(repr(s), T.STRING, const=s)
-        if d == "e_true":
-            return Ex("True", T.BOOL, const=True)
-        if d == "e_false":
-            return Ex("False", T.BOOL, const=False)
         if d == "e_dontcare":
             return Ex("None", T.DONTCARE)
-        if d == "e_name":
-            return self.name_expr(node, scope)
-        if d == "e_member":
-            return self.member(node, scope, w, ctx)
-        if d == "e_index":
-            base = self.expr(node.children[0], scope, w, ctx)
-            bt = T.strip(base.type)
-            if not isinstance(bt, T.StackT):
-                raise Fail(node.children[0], f"cannot index a value of type {base.type}")
-            idx = self.expr(node.children[1], scope, w, ctx)
-            if idx.const is not None:
-                if not 0 <= idx.const < bt.size:
-                    raise Fail(node.children[1], f"index {idx.const} is out of range for {base.type}")
-                code = f"{base.code}.h[{idx.const}]"
-            else:  # the index is read now: statements of later operands must not change it
-                ix = self.fresh("i")
-                w(f"{ix} = _ix({idx.code}, {bt.size})")
-                code = f"{base.code}.h[{ix}]"
-            return Ex(code, bt.elem, lv=base.lv, readonly=base.readonly)
-        if d == "e_slice":
-            base = self.expr(node.children[0], scope, w, ctx)
-            bt = T.strip(base.type)
-            if not isinstance(bt, T.BitsT):
-                raise Fail(node.children[0], f"cannot slice a value of type {base.type}")
-            hi = self.const_int(node.children[1], scope)
-            lo = self.const_int(node.children[2], scope)
-            if not (0 <= lo <= hi < bt.width):
-                raise Fail(node.children[1], f"slice [{hi}:{lo}] is out of range for {base.type}")
-            t = T.BitsT(hi - lo + 1)
-            if base.const is not None:
-                v = (base.const >> lo) & t.mask
-                return Ex(repr(v), t, const=v)
-            root, root_t, off = base.code, bt, 0
-            if base.what and base.what.startswith("slice:"):  # a slice of a slice writes the root
-                root, _, rlo = base.what[len("slice:"):].rsplit(":", 2)
-                root_t, off = base.obj, int(rlo)
-            return Ex(f"(({base.code} >> {lo}) & {t.mask:#x})", t, lv=base.lv, readonly=base.readonly,
-                      what=f"slice:{root}:{hi + off}:{lo + off}", obj=root_t)
-        if d == "e_type_member":
-            tn = node.children[0].children[-1]
-            var = scope.lookup(tn.value)
-            if var is None or var.kind != "type":
-                raise Fail(tn, f"unknown type '{tn.value}'")
-            t = T.strip(var.type)
-            m = name_tok(node.children[1])
-            if isinstance(t, T.EnumT):
-                if m.value not in t.values:
-                    raise Fail(m, f"enum '{t.name}' has no member '{m.value}'")
-                v = t.values[m.value]
-                return Ex(repr(v), var.type, const=v, what=f"{t.name}.{m.value}")
-            raise Fail(m, f"'{tn.value}' has no member '{m.value}'")
-        if d == "e_error_member":
-            m = name_tok(node.children[0])
-            if m.value not in self.error_t.members:
-                raise Fail(m, f"unknown error '{m.value}'")
-            v = self.error_t.members.index(m.value)
-            return Ex(repr(v), self.error_t, const=v, what=f"error.{m.value}")
-        if d == "e_list":
-            items = self.in_order(node.children[0].children if node.children else [], scope, w, ctx)
-            ex = Ex("(" + "".join(i.code + ", " for i in items) + ")", T.TupleT([i.type for i in items]), obj=items)
-            ex.what = "list"
-            if isinstance(T.strip(expected) if expected else None, T.FieldsT):
-                return self.build_fields(ex, expected, node)
-            return ex
-        if d == "e_struct":
-            if expected is None or not isinstance(T.strip(expected), T.FieldsT):
-                raise Fail(node, "a structure initializer needs a known struct or header type here")
-            st = T.strip(expected)
-            given, marks = {}, {}
-            for kv in node.children:
-                n = name_tok(kv.children[0])
-                if n.value not in st.field_types:
-                    raise Fail(n, f"'{st.name}' has no field '{n.value}'")
-                given[n.value] = self.coerce(self.expr(kv.children[1], scope, w, ctx, st.field_types[n.value]),
-                                             st.field_types[n.value], kv.children[1])
-                marks[n.value] = len(w.lines)
-            for f in reversed(list(given)):  # read left to right despite later calls' statements
-                given[f] = self.pin(given[f], w, marks[f])
-            missing = [f for f, _ in st.fields if f not in given]
-            if missing:
-                raise Fail(node, f"structure initializer for '{st.name}' lacks field '{missing[0]}'")
-            valid = ", True" if isinstance(st, T.HeaderT) else ""
-            return Ex(f"{self.class_of(st)}._mk({', '.join(self.copy_code(given[f]) for f, _ in st.fields)}{valid})", expected)
-        if d == "e_cond":
-            c = self.expr(node.children[0], scope, w, ctx)
-            if c.type is not T.BOOL:
-                raise Fail(node.children[0], f"the condition must be bool, not {c.type}")
-            wa, wb = self.branch_writer(w), self.branch_writer(w)
-            with self.unreachable(c.const is False):
-                a = self.expr(node.children[1], scope, wa, ctx, expected)
-            with self.unreachable(c.const is True):
-                b = self.expr(node.children[2], scope, wb, ctx, expected)
-            a, b = self.unify(a, b, node.children[2], "?:")
-            if c.const is not None and a.const is not None and b.const is not None:
-                v = a.const if c.const else b.const
-                return Ex(repr(v), a.type, const=v)
-            if not wa.lines and not wb.lines:
-                return Ex(f"({a.code} if {c.code} else {b.code})", a.type)
-            # only the chosen branch's statements (calls with side effects) may run
-            tmp = self.fresh("m")
-            w(f"if {c.code}:")
-            w.lines.extend(wa.lines)
-            w(f"    {tmp} = {self.copy_code(a)}")
-            w("else:")
-            w.lines.extend(wb.lines)
-            w(f"    {tmp} = {self.copy_code(b)}")
-            return Ex(tmp, a.type)
-        if d in ("e_lor", "e_land"):
-            a = self.expr(node.children[0], scope, w, ctx)
-            wb = self.branch_writer(w)
-            b = self.expr(node.children[1], scope, wb, ctx)
-            for x, n in ((a, node.children[0]), (b, node.children[1])):
-                if x.type is not T.BOOL:
-                    raise Fail(n, f"operand of {'||' if d == 'e_lor' else '&&'} must be bool, not {x.type}")
-            op = "or" if d == "e_lor" else "and"
-            if a.const is not None and b.const is not None:
-                v = (a.const or b.const) if op == "or" else (a.const and b.const)
-                return Ex(repr(v), T.BOOL, const=v)
-            if not wb.lines:
-                return Ex(f"({a.code} {op} {b.code})", T.BOOL)
-            # short-circuit: the right operand's statements run only when it is evaluated
-            tmp = self.fresh("b")
-            w(f"{tmp} = {a.code}")
-            w(f"if {'not ' if op == 'or' else ''}{tmp}:")
-            w.lines.extend(wb.lines)
-            w(f"    {tmp} = {b.code}")
-            return Ex(tmp, T.BOOL)
-        if d == "e_not":
-            a = self.expr(node.children[0], scope, w, ctx)
-            if a.type is not T.BOOL:
-                raise Fail(node.children[0], f"operand of ! must be bool, not {a.type}")
-            if a.const is not None:
-                return Ex(repr(not a.const), T.BOOL, const=not a.const)
-            return Ex(f"(not {a.code})", T.BOOL)
-        if d in ("e_bnot", "e_neg", "e_pos"):
-            node_a = node.children[-1]
-            a = self.expr(node_a, scope, w, ctx, expected)
-            at = T.strip(a.type)
-            if d == "e_pos":
-                return a
-            if a.type is T.INT:
-                if a.const is None:
-                    raise Fail(node_a, "operand is not a constant")
-                if d == "e_bnot":
-                    raise Fail(node_a, "~ needs an operand with a width")
-                return Ex(repr(-a.const), T.INT, const=-a.const)
-            if not isinstance(at, T.BitsT):
-                raise Fail(node_a, f"operand of {'~' if d == 'e_bnot' else '-'} must be bit<W> or int<W>, not {a.type}")
-            if a.const is not None:
-                v = wrap(~a.const if d == "e_bnot" else -a.const, at)
-                return Ex(repr(v), a.type, const=v)
+        return Ex("True", T.BOOL, const=True) if d == "e_true" else Ex("False", T.BOOL, const=False)
+
+    def ex_name(self, node, scope, w, ctx, expected):
+        return self.name_expr(node, scope)
+
+    def ex_member(self, node, scope, w, ctx, expected):
+        return self.member(node, scope, w, ctx)
+
+    def ex_index(self, node, scope, w, ctx, expected):
+        """`stack[i]`: a constant index is checked now, a run-time one when it is read."""
+        base = self.expr(node.children[0], scope, w, ctx)
+        bt = T.strip(base.type)
+        if not isinstance(bt, T.StackT):
+            raise Fail(node.children[0], f"cannot index a value of type {base.type}")
+        idx = self.expr(node.children[1], scope, w, ctx)
+        if idx.const is not None:
+            if not 0 <= idx.const < bt.size:
+                raise Fail(node.children[1], f"index {idx.const} is out of range for {base.type}")
+            code = f"{base.code}.h[{idx.const}]"
+        else:  # the index is read now: statements of later operands must not change it
+            ix = self.fresh("i")
+            w(f"{ix} = _ix({idx.code}, {bt.size})")
+            code = f"{base.code}.h[{ix}]"
+        return Ex(code, bt.elem, lv=base.lv, readonly=base.readonly)
+
+    def ex_slice(self, node, scope, w, ctx, expected):
+        """`e[hi:lo]`: constant bounds; a slice of a slice writes its root's bits."""
+        base = self.expr(node.children[0], scope, w, ctx)
+        bt = T.strip(base.type)
+        if not isinstance(bt, T.BitsT):
+            raise Fail(node.children[0], f"cannot slice a value of type {base.type}")
+        hi = self.const_int(node.children[1], scope)
+        lo = self.const_int(node.children[2], scope)
+        if not (0 <= lo <= hi < bt.width):
+            raise Fail(node.children[1], f"slice [{hi}:{lo}] is out of range for {base.type}")
+        t = T.BitsT(hi - lo + 1)
+        if base.const is not None:
+            v = (base.const >> lo) & t.mask
+            return Ex(repr(v), t, const=v)
+        root, root_t, off = base.code, bt, 0
+        if base.what and base.what.startswith("slice:"):  # a slice of a slice writes the root
+            root, _, rlo = base.what[len("slice:"):].rsplit(":", 2)
+            root_t, off = base.obj, int(rlo)
+        return Ex(f"(({base.code} >> {lo}) & {t.mask:#x})", t, lv=base.lv, readonly=base.readonly,
+                  what=f"slice:{root}:{hi + off}:{lo + off}", obj=root_t)
+
+    def ex_type_member(self, node, scope, w, ctx, expected):
+        """`Enum.member`."""
+        tn = node.children[0].children[-1]
+        var = scope.lookup(tn.value)
+        if var is None or var.kind != "type":
+            raise Fail(tn, f"unknown type '{tn.value}'")
+        t = T.strip(var.type)
+        m = name_tok(node.children[1])
+        if isinstance(t, T.EnumT):
+            if m.value not in t.values:
+                raise Fail(m, f"enum '{t.name}' has no member '{m.value}'")
+            v = t.values[m.value]
+            return Ex(repr(v), var.type, const=v, what=f"{t.name}.{m.value}")
+        raise Fail(m, f"'{tn.value}' has no member '{m.value}'")
+
+    def ex_error_member(self, node, scope, w, ctx, expected):
+        """`error.name`."""
+        m = name_tok(node.children[0])
+        if m.value not in self.error_t.members:
+            raise Fail(m, f"unknown error '{m.value}'")
+        v = self.error_t.members.index(m.value)
+        return Ex(repr(v), self.error_t, const=v, what=f"error.{m.value}")
+
+    def ex_list(self, node, scope, w, ctx, expected):
+        """`{a, b}`: a tuple, or a struct/header when one is expected."""
+        items = self.in_order(node.children[0].children if node.children else [], scope, w, ctx)
+        ex = Ex("(" + "".join(i.code + ", " for i in items) + ")", T.TupleT([i.type for i in items]), obj=items)
+        ex.what = "list"
+        if isinstance(T.strip(expected) if expected else None, T.FieldsT):
+            return self.build_fields(ex, expected, node)
+        return ex
+
+    def ex_struct(self, node, scope, w, ctx, expected):
+        """`{f = a, g = b}` of the expected struct or header type."""
+        if expected is None or not isinstance(T.strip(expected), T.FieldsT):
+            raise Fail(node, "a structure initializer needs a known struct or header type here")
+        st = T.strip(expected)
+        given, marks = {}, {}
+        for kv in node.children:
+            n = name_tok(kv.children[0])
+            if n.value not in st.field_types:
+                raise Fail(n, f"'{st.name}' has no field '{n.value}'")
+            given[n.value] = self.coerce(self.expr(kv.children[1], scope, w, ctx, st.field_types[n.value]),
+                                         st.field_types[n.value], kv.children[1])
+            marks[n.value] = len(w.lines)
+        for f in reversed(list(given)):  # read left to right despite later calls' statements
+            given[f] = self.pin(given[f], w, marks[f])
+        missing = [f for f, _ in st.fields if f not in given]
+        if missing:
+            raise Fail(node, f"structure initializer for '{st.name}' lacks field '{missing[0]}'")
+        valid = ", True" if isinstance(st, T.HeaderT) else ""
+        return Ex(f"{self.class_of(st)}._mk({', '.join(self.copy_code(given[f]) for f, _ in st.fields)}{valid})", expected)
+
+    def ex_cond(self, node, scope, w, ctx, expected):
+        """`c ? a : b`: only the chosen branch's statements run."""
+        c = self.expr(node.children[0], scope, w, ctx)
+        if c.type is not T.BOOL:
+            raise Fail(node.children[0], f"the condition must be bool, not {c.type}")
+        wa, wb = self.branch_writer(w), self.branch_writer(w)
+        with self.unreachable(c.const is False):
+            a = self.expr(node.children[1], scope, wa, ctx, expected)
+        with self.unreachable(c.const is True):
+            b = self.expr(node.children[2], scope, wb, ctx, expected)
+        a, b = self.unify(a, b, node.children[2], "?:")
+        if c.const is not None and a.const is not None and b.const is not None:
+            v = a.const if c.const else b.const
+            return Ex(repr(v), a.type, const=v)
+        if not wa.lines and not wb.lines:
+            return Ex(f"({a.code} if {c.code} else {b.code})", a.type)
+        # only the chosen branch's statements (calls with side effects) may run
+        tmp = self.fresh("m")
+        w(f"if {c.code}:")
+        w.lines.extend(wa.lines)
+        w(f"    {tmp} = {self.copy_code(a)}")
+        w("else:")
+        w.lines.extend(wb.lines)
+        w(f"    {tmp} = {self.copy_code(b)}")
+        return Ex(tmp, a.type)
+
+    def ex_logic(self, node, scope, w, ctx, expected):
+        """`a || b`, `a && b`: short-circuit."""
+        d = node.data
+        a = self.expr(node.children[0], scope, w, ctx)
+        wb = self.branch_writer(w)
+        b = self.expr(node.children[1], scope, wb, ctx)
+        for x, n in ((a, node.children[0]), (b, node.children[1])):
+            if x.type is not T.BOOL:
+                raise Fail(n, f"operand of {'||' if d == 'e_lor' else '&&'} must be bool, not {x.type}")
+        op = "or" if d == "e_lor" else "and"
+        if a.const is not None and b.const is not None:
+            v = (a.const or b.const) if op == "or" else (a.const and b.const)
+            return Ex(repr(v), T.BOOL, const=v)
+        if not wb.lines:
+            return Ex(f"({a.code} {op} {b.code})", T.BOOL)
+        # short-circuit: the right operand's statements run only when it is evaluated
+        tmp = self.fresh("b")
+        w(f"{tmp} = {a.code}")
+        w(f"if {'not ' if op == 'or' else ''}{tmp}:")
+        w.lines.extend(wb.lines)
+        w(f"    {tmp} = {b.code}")
+        return Ex(tmp, T.BOOL)
+
+    def ex_not(self, node, scope, w, ctx, expected):
+        """`!a`."""
+        a = self.expr(node.children[0], scope, w, ctx)
+        if a.type is not T.BOOL:
+            raise Fail(node.children[0], f"operand of ! must be bool, not {a.type}")
+        if a.const is not None:
+            return Ex(repr(not a.const), T.BOOL, const=not a.const)
+        return Ex(f"(not {a.code})", T.BOOL)
+
+    def ex_unary(self, node, scope, w, ctx, expected):
+        """`~a`, `-a`, `+a`."""
+        d = node.data
+        node_a = node.children[-1]
+        a = self.expr(node_a, scope, w, ctx, expected)
+        at = T.strip(a.type)
+        if d == "e_pos":
+            return a
+        if a.type is T.INT:
+            if a.const is None:
+                raise Fail(node_a, "operand is not a constant")
             if d == "e_bnot":
-                return Ex(f"(~{a.code})" if at.signed else f"({a.code} ^ {at.mask:#x})", a.type)
-            return Ex(self.wrap_code(f"-{a.code}", at), a.type)
-        if d == "e_binop":
-            return self.binop(node, scope, w, ctx, expected)
-        if d == "e_cast":
-            t = self.resolve_type(node.children[0], scope)
-            a = self.expr(node.children[1], scope, w, ctx, t)
-            return self.cast(a, t, node.children[1])
-        if d in ("e_call", "e_call_targs"):
-            callee = node.children[0]
-            args = sub1(node, "args")
-            targs = sub1(node, "type_args")
-            ex = self.call(callee, args, targs, scope, w, ctx, node)
-            if ex is None:
-                raise Fail(node, "this call has no value")
-            return ex
-        if d == "e_ctor":
-            t = self.resolve_type(node.children[0], scope)
-            return Ex("None", t, what="ctor", obj=(t, sub1(node, "args")))
-        if d == "named_arg":
-            raise Fail(node, "named arguments are only supported in calls of actions, functions and externs")
-        raise Fail(node, f"unsupported expression '{d}'")
+                raise Fail(node_a, "~ needs an operand with a width")
+            return Ex(repr(-a.const), T.INT, const=-a.const)
+        if not isinstance(at, T.BitsT):
+            raise Fail(node_a, f"operand of {'~' if d == 'e_bnot' else '-'} must be bit<W> or int<W>, not {a.type}")
+        if a.const is not None:
+            v = wrap(~a.const if d == "e_bnot" else -a.const, at)
+            return Ex(repr(v), a.type, const=v)
+        if d == "e_bnot":
+            return Ex(f"(~{a.code})" if at.signed else f"({a.code} ^ {at.mask:#x})", a.type)
+        return Ex(self.wrap_code(f"-{a.code}", at), a.type)
+
+    def ex_binop(self, node, scope, w, ctx, expected):
+        return self.binop(node, scope, w, ctx, expected)
+
+    def ex_cast(self, node, scope, w, ctx, expected):
+        """`(T)e`."""
+        t = self.resolve_type(node.children[0], scope)
+        a = self.expr(node.children[1], scope, w, ctx, t)
+        return self.cast(a, t, node.children[1])
+
+    def ex_call(self, node, scope, w, ctx, expected):
+        """A call with a value (function, method, extern)."""
+        callee = node.children[0]
+        args = sub1(node, "args")
+        targs = sub1(node, "type_args")
+        ex = self.call(callee, args, targs, scope, w, ctx, node)
+        if ex is None:
+            raise Fail(node, "this call has no value")
+        return ex
+
+    def ex_ctor(self, node, scope, w, ctx, expected):
+        """`T(args)`: an instantiation, resolved where it is used."""
+        t = self.resolve_type(node.children[0], scope)
+        return Ex("None", t, what="ctor", obj=(t, sub1(node, "args")))
+
+    def ex_named_arg(self, node, scope, w, ctx, expected):
+        raise Fail(node, "named arguments are only supported in calls of actions, functions and externs")
 
     def name_expr(self, node, scope):
         n = name_tok(node.children[0] if isinstance(node.children[0], Tree) else node.children[0])
@@ -697,3 +735,16 @@ class Expressions:
         codes = [self.copy_code(self.coerce(i, ft, i.node)) for i, (_, ft) in zip(items, st.fields, strict=True)]
         valid = ", True" if isinstance(st, T.HeaderT) else ""
         return Ex(f"{self.class_of(st)}._mk({', '.join(codes)}{valid})", t)
+
+
+# expression node -> the Expressions method that lowers it
+_EXPRESSIONS = {
+    "e_int": "ex_literal", "e_string": "ex_literal", "e_true": "ex_literal",
+    "e_false": "ex_literal", "e_dontcare": "ex_literal", "e_name": "ex_name",
+    "e_member": "ex_member", "e_index": "ex_index", "e_slice": "ex_slice",
+    "e_type_member": "ex_type_member", "e_error_member": "ex_error_member", "e_list": "ex_list",
+    "e_struct": "ex_struct", "e_cond": "ex_cond", "e_lor": "ex_logic", "e_land": "ex_logic",
+    "e_not": "ex_not", "e_bnot": "ex_unary", "e_neg": "ex_unary", "e_pos": "ex_unary",
+    "e_binop": "ex_binop", "e_cast": "ex_cast", "e_call": "ex_call", "e_call_targs": "ex_call",
+    "e_ctor": "ex_ctor", "named_arg": "ex_named_arg",
+}
