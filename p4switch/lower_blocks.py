@@ -123,151 +123,175 @@ class Blocks:
 
     # ---------------------------------------------------------- tables
     def table_decl(self, d, scope, prefix):
+        """A table: its properties in source order (keys, actions, entries, the others), the
+        implicit default action, then the generated apply function `T_<table>(F)`."""
         n = name_tok(sub1(d, "name"))
         annos = annotations_of(d)
         fq = self.fq_name(prefix, n.value, annos)
-        spec = {"keys": [], "actions": [], "default": None, "const_entries": None, "size": 1024,
-                "implementation": None, "direct_counter": None, "direct_meter": None,
-                "selector_keys": [], "annotations": self.anno_json(annos),
-                "default_const": False, "entries_const": False, "applied": False}
-        w = Writer()
-        code = "T_" + pyname(fq)
-        tb = "TB_" + pyname(fq)
-        w(f"def {code}(F):")
-        w.indent()
-        ctx = Ctx("control", fq, frame=True)
-        key_codes, sel_codes = [], []
-        action_vars = {}
-        wrappers = []
+        t = _Table(fq, self.anno_json(annos))
+        t.w(f"def {t.code}(F):")
+        t.w.indent()
         for prop in d.children:
             if not isinstance(prop, Tree):
                 continue
             if prop.data == "key_prop":
-                for ke in sub(prop, "key_elem"):
-                    e_node = ke.children[0]
-                    mk = name_tok(sub1(ke, "name"))
-                    if mk.value not in self.match_kinds:
-                        raise Fail(mk, f"unknown match kind '{mk.value}'")
-                    ex = self.expr(e_node, scope, w, ctx)
-                    kannos = annotations_of(ke)
-                    kname = anno_string(kannos, "name") or self.key_text(e_node)
-                    try:
-                        width = T.bits_width(ex.type)
-                    except TypeError:
-                        raise Fail(e_node, f"a table key cannot have type {ex.type}") from None
-                    kcode = f"int({ex.code})" if ex.type is T.BOOL else ex.code
-                    kt = T.strip(ex.type)
-                    if isinstance(kt, T.EnumT) and kt.base is not None:
-                        kt = kt.base
-                    if isinstance(kt, T.BitsT) and kt.signed:       # entries hold two's complement
-                        kcode = f"({kcode} & {kt.mask:#x})"
-                    if mk.value == "selector":
-                        spec["selector_keys"].append({"name": kname, "width": width})
-                        sel_codes.append(kcode)
-                    else:
-                        spec["keys"].append({"name": kname, "match": mk.value, "width": width,
-                                             "annotations": self.anno_json(kannos),
-                                             "type_name": ex.type.name if isinstance(ex.type, T.NewT) else None,
-                                             "enum": ex.type.name if isinstance(ex.type, T.EnumT) and ex.type.base else None,
-                                             "error": isinstance(T.strip(ex.type), T.ErrorT)})
-                        key_codes.append(kcode)
+                self.table_keys(t, prop, scope)
             elif prop.data == "actions_prop":
-                for item in sub(prop, "action_ref_item"):
-                    an = name_tok(sub1(item, "name"))
-                    av = scope.lookup(an.value)
-                    if av is None or av.kind != "action":
-                        raise Fail(an, f"unknown action '{an.value}'")
-                    iannos = annotations_of(item)
-                    scope_kind = "TABLE_AND_DEFAULT"
-                    if "defaultonly" in iannos:
-                        scope_kind = "DEFAULT_ONLY"
-                    elif "tableonly" in iannos:
-                        scope_kind = "TABLE_ONLY"
-                    fn = av.code
-                    bound = sub1(item, "args")
-                    if av.outs or (bound is not None and bound.children):
-                        fn = self.action_wrapper(av, bound, scope, w, ctx, an)
-                        wrappers.append(fn)
-                    spec["actions"].append({"name": av.fq, "scope": scope_kind,
-                                            "annotations": self.anno_json(iannos)})
-                    action_vars[an.value] = (av, fn)
-                    self.note_action(av)
+                self.table_actions(t, prop, scope)
             elif prop.data == "entries_prop":
-                spec["entries_const"] = tok(prop, "CONST") is not None
-                entries = sub(prop, "entry")
-                spec["const_entries"] = [self.entry(e, scope, spec, action_vars) for e in entries]
-                if any("priority" in annotations_of(e) for e in entries):
-                    # p4c-bm2-ss gives each entry its @priority or else its position (from 1),
-                    # and BMv2 lets the smallest number win; tables here let the largest win
-                    for i, (e, spec_e) in enumerate(zip(entries, spec["const_entries"], strict=True)):
-                        bmv2 = anno_int(annotations_of(e), "priority") if "priority" in annotations_of(e) else i + 1
-                        spec_e["priority"] = (1 << 24) - bmv2
+                self.table_entries(t, prop, scope)
             elif prop.data == "simple_prop":
-                pname = tok(prop, "IDENTIFIER")
-                value = prop.children[-1]
-                if pname.value == "default_action":
-                    spec["default"] = self.action_call_value(value, scope, action_vars, pname)
-                    spec["default_const"] = tok(prop, "CONST") is not None
-                elif pname.value == "size":
-                    spec["size"] = self.const_int(value, scope)
-                elif pname.value in ("implementation", "counters", "meters"):
-                    ex = self.expr(value, scope, Writer(), Ctx("const"))
-                    if ex.what == "ctor" and isinstance(ex.type, T.ObjT) and ex.type.kind == "extern":
-                        # an instance declared in place is named after its table, as p4c does
-                        target = fq if pname.value == "implementation" else f"{fq}${pname.value}"
-                        self.prog.externs[target] = self.extern_spec(ex.type, self.args_of(ex.obj[1]),
-                                                                     scope, value, {})
-                        self.prog.externs[target]["name"] = fq
-                    elif ex.obj is not None and hasattr(ex.obj, "fq"):
-                        target = ex.obj.fq
-                    else:
-                        raise Fail(value, f"table property '{pname.value}' must name an extern instance")
-                    spec[{"implementation": "implementation", "counters": "direct_counter",
-                          "meters": "direct_meter"}[pname.value]] = target
-                elif pname.value == "support_timeout":
-                    ex = self.expr(value, scope, Writer(), Ctx("const"))
-                    if not isinstance(ex.const, bool):
-                        raise Fail(value, "support_timeout must be true or false")
-                    spec["support_timeout"] = ex.const
-                elif pname.value in ("psa_direct_counter", "psa_direct_meter",
-                                     "psa_implementation", "psa_empty_group_action", "largest_priority_wins",
-                                     "priority_delta", "add_on_miss", "idle_timeout_with_auto_delete"):
-                    pass
-                else:
-                    raise Fail(pname, f"unknown table property '{pname.value}'")
-        if spec["default"] is None:
-            noaction = self.g.lookup("NoAction")
-            if noaction is None or noaction.kind != "action":
-                raise Fail(d, f"table '{n.value}' has no default_action and NoAction is not declared")
-            spec["default"] = {"action": noaction.fq, "args": []}
-            spec["implicit_default"] = True
-            if "NoAction" not in action_vars:
-                # as p4c's frontend: the implicit default joins the actions, default-only
-                spec["actions"].append({"name": noaction.fq, "scope": "DEFAULT_ONLY",
-                                        "annotations": {"defaultonly": []}})
-                self.note_action(noaction)
-            action_vars.setdefault("NoAction", (noaction, noaction.code))
+                self.table_property(t, prop, scope)
+        if t.spec["default"] is None:
+            self.table_implicit_default(t, d, n)
+        spec = t.spec
         if spec["implementation"] and self.prog.externs[spec["implementation"]]["kind"] == "action_selector" and not spec["selector_keys"]:
             raise Fail(d, "a table with an action_selector needs 'selector' keys")
+        self.table_apply(t)
+        self.prog.tables[fq] = spec
+        var = Var("table", n.value, None, t.code)
+        var.fq = fq
+        var.spec = spec
+        scope.declare(n, var)
+
+    def table_keys(self, t, prop, scope):
+        """`key = { e: kind; ... }`: match keys and selector keys, their widths and P4Info names."""
+        spec = t.spec
+        for ke in sub(prop, "key_elem"):
+            e_node = ke.children[0]
+            mk = name_tok(sub1(ke, "name"))
+            if mk.value not in self.match_kinds:
+                raise Fail(mk, f"unknown match kind '{mk.value}'")
+            ex = self.expr(e_node, scope, t.w, t.ctx)
+            kannos = annotations_of(ke)
+            kname = anno_string(kannos, "name") or self.key_text(e_node)
+            try:
+                width = T.bits_width(ex.type)
+            except TypeError:
+                raise Fail(e_node, f"a table key cannot have type {ex.type}") from None
+            kcode = f"int({ex.code})" if ex.type is T.BOOL else ex.code
+            kt = T.strip(ex.type)
+            if isinstance(kt, T.EnumT) and kt.base is not None:
+                kt = kt.base
+            if isinstance(kt, T.BitsT) and kt.signed:       # entries hold two's complement
+                kcode = f"({kcode} & {kt.mask:#x})"
+            if mk.value == "selector":
+                spec["selector_keys"].append({"name": kname, "width": width})
+                t.sel_codes.append(kcode)
+            else:
+                spec["keys"].append({"name": kname, "match": mk.value, "width": width,
+                                     "annotations": self.anno_json(kannos),
+                                     "type_name": ex.type.name if isinstance(ex.type, T.NewT) else None,
+                                     "enum": ex.type.name if isinstance(ex.type, T.EnumT) and ex.type.base else None,
+                                     "error": isinstance(T.strip(ex.type), T.ErrorT)})
+                t.key_codes.append(kcode)
+
+    def table_actions(self, t, prop, scope):
+        """`actions = { a; b(x); ... }`: scopes from @defaultonly/@tableonly, a wrapper for an
+        action with directional arguments bound here."""
+        for item in sub(prop, "action_ref_item"):
+            an = name_tok(sub1(item, "name"))
+            av = scope.lookup(an.value)
+            if av is None or av.kind != "action":
+                raise Fail(an, f"unknown action '{an.value}'")
+            iannos = annotations_of(item)
+            scope_kind = "TABLE_AND_DEFAULT"
+            if "defaultonly" in iannos:
+                scope_kind = "DEFAULT_ONLY"
+            elif "tableonly" in iannos:
+                scope_kind = "TABLE_ONLY"
+            fn = av.code
+            bound = sub1(item, "args")
+            if av.outs or (bound is not None and bound.children):
+                fn = self.action_wrapper(av, bound, scope, t.w, t.ctx, an)
+            t.spec["actions"].append({"name": av.fq, "scope": scope_kind,
+                                      "annotations": self.anno_json(iannos)})
+            t.action_vars[an.value] = (av, fn)
+            self.note_action(av)
+
+    def table_entries(self, t, prop, scope):
+        """`[const] entries = { ... }`, with BMv2's priorities."""
+        spec = t.spec
+        spec["entries_const"] = tok(prop, "CONST") is not None
+        entries = sub(prop, "entry")
+        spec["const_entries"] = [self.entry(e, scope, spec, t.action_vars) for e in entries]
+        if any("priority" in annotations_of(e) for e in entries):
+            # p4c-bm2-ss gives each entry its @priority or else its position (from 1),
+            # and BMv2 lets the smallest number win; tables here let the largest win
+            for i, (e, spec_e) in enumerate(zip(entries, spec["const_entries"], strict=True)):
+                bmv2 = anno_int(annotations_of(e), "priority") if "priority" in annotations_of(e) else i + 1
+                spec_e["priority"] = (1 << 24) - bmv2
+
+    def table_property(self, t, prop, scope):
+        """default_action, size, implementation/counters/meters, support_timeout; the other
+        properties p4c knows are accepted and ignored."""
+        spec, fq = t.spec, t.fq
+        pname = tok(prop, "IDENTIFIER")
+        value = prop.children[-1]
+        if pname.value == "default_action":
+            spec["default"] = self.action_call_value(value, scope, t.action_vars, pname)
+            spec["default_const"] = tok(prop, "CONST") is not None
+        elif pname.value == "size":
+            spec["size"] = self.const_int(value, scope)
+        elif pname.value in ("implementation", "counters", "meters"):
+            ex = self.expr(value, scope, Writer(), Ctx("const"))
+            if ex.what == "ctor" and isinstance(ex.type, T.ObjT) and ex.type.kind == "extern":
+                # an instance declared in place is named after its table, as p4c does
+                target = fq if pname.value == "implementation" else f"{fq}${pname.value}"
+                self.prog.externs[target] = self.extern_spec(ex.type, self.args_of(ex.obj[1]),
+                                                             scope, value, {})
+                self.prog.externs[target]["name"] = fq
+            elif ex.obj is not None and hasattr(ex.obj, "fq"):
+                target = ex.obj.fq
+            else:
+                raise Fail(value, f"table property '{pname.value}' must name an extern instance")
+            spec[{"implementation": "implementation", "counters": "direct_counter",
+                  "meters": "direct_meter"}[pname.value]] = target
+        elif pname.value == "support_timeout":
+            ex = self.expr(value, scope, Writer(), Ctx("const"))
+            if not isinstance(ex.const, bool):
+                raise Fail(value, "support_timeout must be true or false")
+            spec["support_timeout"] = ex.const
+        elif pname.value in ("psa_direct_counter", "psa_direct_meter",
+                             "psa_implementation", "psa_empty_group_action", "largest_priority_wins",
+                             "priority_delta", "add_on_miss", "idle_timeout_with_auto_delete"):
+            pass
+        else:
+            raise Fail(pname, f"unknown table property '{pname.value}'")
+
+    def table_implicit_default(self, t, d, n):
+        """No default_action: NoAction, which (as p4c's frontend does) joins the actions,
+        default-only."""
+        spec = t.spec
+        noaction = self.g.lookup("NoAction")
+        if noaction is None or noaction.kind != "action":
+            raise Fail(d, f"table '{n.value}' has no default_action and NoAction is not declared")
+        spec["default"] = {"action": noaction.fq, "args": []}
+        spec["implicit_default"] = True
+        if "NoAction" not in t.action_vars:
+            spec["actions"].append({"name": noaction.fq, "scope": "DEFAULT_ONLY",
+                                    "annotations": {"defaultonly": []}})
+            self.note_action(noaction)
+        t.action_vars.setdefault("NoAction", (noaction, noaction.code))
+
+    def table_apply(self, t):
+        """`T_<table>_ACTIONS` (action name -> function) and the apply function's body: look
+        up the key, run the action, return (hit, action)."""
         fn_map = {}
-        for _item_name, (av, fnc) in action_vars.items():
+        for _item_name, (av, fnc) in t.action_vars.items():
             fn_map[av.fq] = fnc
-        self.module.append(f"{code}_ACTIONS = {{{', '.join(repr(k) + ': ' + v for k, v in fn_map.items())}}}")
-        keys = "(" + "".join(c + ", " for c in key_codes) + ")"
-        sels = "(" + "".join(c + ", " for c in sel_codes) + ")" if sel_codes else "None"
+        self.module.append(f"{t.code}_ACTIONS = {{{', '.join(repr(k) + ': ' + v for k, v in fn_map.items())}}}")
+        w = t.w
+        keys = "(" + "".join(c + ", " for c in t.key_codes) + ")"
+        sels = "(" + "".join(c + ", " for c in t.sel_codes) + ")" if t.sel_codes else "None"
         w(f"key = {keys}")
-        w(f"hit, fn, args, act = {tb}.apply(key, {sels})")
-        w(f"if _LOG: _log('Table ' + {fq!r} + ': key ' + ' '.join(hex(k) for k in key) + "
+        w(f"hit, fn, args, act = {t.tb}.apply(key, {sels})")
+        w(f"if _LOG: _log('Table ' + {t.fq!r} + ': key ' + ' '.join(hex(k) for k in key) + "
           "(' hit' if hit else ' miss') + ', action ' + act + str(args))")
         w("fn(F, *args)")
         w("return hit, act")
         w.dedent()
         self.module.extend(w.lines)
-        self.prog.tables[fq] = spec
-        var = Var("table", n.value, None, code)
-        var.fq = fq
-        var.spec = spec
-        scope.declare(n, var)
 
     def action_wrapper(self, av, bound, scope, w_outer, ctx, where):
         """A table action whose directional parameters are bound in the actions list."""
@@ -553,3 +577,21 @@ class Blocks:
             return f"{k} == int({ex.code})"
         ex = self.coerce(ex, kt, el)
         return f"{k} == {ex.code}"
+
+
+class _Table:
+    """A table while its declaration is lowered: its control-plane spec, the writer of its
+    apply function, the key and selector expressions, and the actions by source name."""
+
+    def __init__(self, fq: str, annotations: dict):
+        self.fq = fq
+        self.code, self.tb = "T_" + pyname(fq), "TB_" + pyname(fq)
+        self.spec = {"keys": [], "actions": [], "default": None, "const_entries": None,
+                     "size": 1024, "implementation": None, "direct_counter": None,
+                     "direct_meter": None, "selector_keys": [], "annotations": annotations,
+                     "default_const": False, "entries_const": False, "applied": False}
+        self.w = Writer()
+        self.ctx = Ctx("control", fq, frame=True)
+        self.key_codes: list[str] = []
+        self.sel_codes: list[str] = []
+        self.action_vars: dict = {}
