@@ -456,12 +456,16 @@ class CodeGen:
         self.digest_frames.append(frame)
         saved, self.fn = self.fn, Func(cfn, {"F": Ex("F", ("frame", frame))})
         call = lam.body
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "_mk"):
-            _fail(st, "digest record")
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "_mk":
+            fields = [self.expr(a) for a in call.args]          # digest(id, {a, b})
+        else:                                                 # digest(id, meta.record)
+            record = self.expr(call)
+            if record.kind[0] != "struct":
+                _fail(st, "digest record")
+            fields = [self.attribute(record, a, st) for a in self.program.digests[name]["attrs"]]
         vals = []
-        for a in call.args:
-            e = self.expr(a)
-            if e.kind != INT:
+        for e in fields:
+            if e.kind not in (INT, ("bool",)):
                 _fail(st, "digest field that is not a bit<W> value")
             vals.append(e.code)
         for i, v in enumerate(vals):
