@@ -127,7 +127,7 @@ class Packets:
     rng: random.Random
     ports: list[int] = field(default_factory=list)
     hosts: list[int] = field(default_factory=list)     # host addresses (ints)
-    g: dict = field(default_factory=dict)              # NetReduce packet number per connection
+    g: dict = field(default_factory=dict)              # NetReduce rounds, ACKs and results
 
     def __post_init__(self) -> None:
         by = {}
@@ -161,6 +161,7 @@ class Kind:
     name: str
     make: object
     needs: str | None = None          # a table whose entries the packets are addressed to
+    kept: float = 0.25                # the share of its frames left intact
 
     def usable(self, p: Packets) -> bool:
         return self.needs is None or bool(p.by.get(self.needs))
@@ -206,27 +207,41 @@ def _switchml(p: Packets):
     return port, _roce(p.host_ip(), e.match["hdr.ipv4.dstAddr"], p.sport(), roce, macs)
 
 
+def _nr_round(p: Packets, job: int):
+    """The next contribution of job `job`'s current round: each child sends packet number g
+    once (in random order), then the round moves to g + 1, so that slots complete."""
+    conns = [e for e in p.entries("FabricIngress.nr_conns", "FabricIngress.nr_data")
+             if e.params["job"] == job]
+    g, left = p.g.get(job, (0, []))
+    if not left:
+        g, left = (g + 1, list(conns)) if job in p.g else (0, list(conns))
+    e = left.pop(p.rng.randrange(len(left)))
+    p.g[job] = (g, left)
+    return e, g
+
+
 def _nr(p: Packets):
-    """A NetReduce contribution, a worker's ACK of results, or a result from the parent, on a
-    connection the switch knows; packet numbers go on per connection so rounds complete."""
+    """A NetReduce contribution (rounds in order, children in random order), a worker's ACK
+    of results, or a result from the parent, on a connection the switch knows."""
     e = p.rng.choice(p.entries("FabricIngress.nr_conns"))
+    if e.action == "FabricIngress.nr_data":
+        e, g = _nr_round(p, e.params["job"])
+    else:
+        g = p.g.get(e.match["hdr.ipv4.dstAddr"], 0)
+        p.g[e.match["hdr.ipv4.dstAddr"]] = g + 1
     dst, dqpn = e.match["hdr.ipv4.dstAddr"], e.match["hdr.bth.dqpn"]
     port, macs = p.port_and_macs()
-    key = (dst, dqpn)
-    g = p.g.get(key, 0)
     values = bytes(p.rng.getrandbits(8) for _ in range(4)) * 256
     rkey = next((j.params["rkey"] for j in p.entries("FabricIngress.nr_jobs")), 0)
     if e.action == "FabricIngress.nr_data":
-        p.g[key] = g + 1
         if g % rocev2.NR_MSG_PKTS == 0:
             roce = wire.bth(rocev2.WRITE_FIRST, dqpn, g) + \
                 wire.reth(g * 1024, rkey, 1024 * rocev2.NR_MSG_PKTS) + values
         else:
             roce = wire.bth(rocev2.WRITE_MIDDLE, dqpn, g) + values
     elif e.action == "FabricIngress.nr_ack":
-        roce = wire.bth(rocev2.ACKNOWLEDGE, dqpn, max(0, g - 1)) + wire.aeth(rocev2.AETH_ACK, 0)
+        roce = wire.bth(rocev2.ACKNOWLEDGE, dqpn, g) + wire.aeth(rocev2.AETH_ACK, 0)
     else:
-        p.g[key] = g + 1
         roce = wire.bth(rocev2.WRITE_ONLY, dqpn, g) + wire.reth(g * 1024, rkey, 1024) + values
     return port, _roce(p.host_ip(), dst, p.sport(), roce, macs)
 
@@ -261,20 +276,21 @@ def _plain_ip(p: Packets):
 
 KINDS = (Kind("roce_data", _rc_data), Kind("roce_ack_cnp", _rc_ack),
          Kind("switchml", _switchml, "FabricIngress.switchml_jobs"),
-         Kind("netreduce", _nr, "FabricIngress.nr_conns"),
+         Kind("netreduce", _nr, "FabricIngress.nr_conns", kept=0.75),   # rounds complete
          Kind("rbcast", _rbcast, "FabricIngress.mcast_route"),
          Kind("arp", _arp), Kind("plain_ip", _plain_ip))
 
 
 # ---- mutation ------------------------------------------------------------------------------
-def mutate(rng: random.Random, frame: bytes) -> bytes:
-    """A quarter kept, a quarter truncated, half with 1-4 bytes changed (mostly in the
-    headers); a changed frame gets its IPv4 checksum and its ICRC made valid again half the
-    time each, so that it passes the parser and the ICRC checks and reaches what is behind."""
+def mutate(rng: random.Random, frame: bytes, kept: float = 0.25) -> bytes:
+    """`kept` of the frames left intact; of the others a third truncated, two thirds with
+    1-4 bytes changed (mostly in the headers); a changed frame gets its IPv4 checksum and its
+    ICRC made valid again half the time each, so that it passes the parser and the ICRC
+    checks and reaches what is behind."""
     way = rng.random()
-    if way < 0.25:
+    if way < kept:
         return frame
-    if way < 0.5:
+    if way < kept + (1 - kept) / 3:
         return frame[:rng.randrange(len(frame))]
     out = bytearray(frame)
     for _ in range(rng.randint(1, 4)):
@@ -296,7 +312,7 @@ def frames(seed: int, state, count: int):
     for _ in range(count):
         kind = rng.choice(p.kinds)
         port, frame = kind.make(p)
-        yield kind.name, port, mutate(rng, frame)
+        yield kind.name, port, mutate(rng, frame, kind.kept)
 
 
 # ---- the differential run ------------------------------------------------------------------
