@@ -59,7 +59,7 @@ def bad_packets(args) -> list[Row]:
     """Malformed packets to the ranks of running collectives (needs root)."""
     if os.geteuid() != 0:
         return [Row("bad packets to ranks", "skipped", "needs root for namespaces", 0)]
-    from conftest import make_bridge_net  # noqa: PLC0415  (tests/collectives, needs pytest)
+    from bridge_net import make_bridge_net  # noqa: PLC0415  (tests/collectives)
 
     from tests.conftest import NetnsFactory  # noqa: PLC0415
 
