@@ -144,7 +144,8 @@ def start_web(fabric: Fabric, listen: str) -> WebServer:
               help="Address of the northbound API (port 0 picks a free one).")
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Serve the API over TLS with this PEM certificate (and --tls-key).")
-@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="PEM private key of --tls-cert.")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="PEM private key of --tls-cert.")
 @click.option("--tls-client-ca", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Require API clients to show a certificate signed by this CA (mutual TLS).")
 @click.option("--switch-ca", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -152,7 +153,8 @@ def start_web(fabric: Fabric, listen: str) -> WebServer:
 @click.option("--switch-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="PEM client certificate shown to switches that require one (with "
                    "--switch-key and --switch-ca).")
-@click.option("--switch-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="PEM private key of --switch-cert.")
+@click.option("--switch-key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="PEM private key of --switch-cert.")
 @click.option("--port-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the bound API port here once serving.")
 @click.option("--election-id", default=1, show_default=True, type=click.IntRange(1))

@@ -101,7 +101,8 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, gr
     if cpu_port is not None and cpu_port in interfaces:
         raise click.BadParameter(f"port {cpu_port} is both the CPU port and an interface",
                                  param_hint="--cpu-port")
-    tls = _server_tls(server_ssl, grpc_server_cert, grpc_server_key, grpc_server_cacert, client_auth)
+    tls = _server_tls(server_ssl, grpc_server_cert, grpc_server_key, grpc_server_cacert,
+                      client_auth)
     from p4.v1 import p4runtime_pb2
 
     from ..runtime.credentials import plaintext_warning
