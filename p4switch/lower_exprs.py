@@ -332,8 +332,7 @@ class Expressions:
         missing = [f for f, _ in st.fields if f not in given]
         if missing:
             raise Fail(node, f"structure initializer for '{st.name}' lacks field '{missing[0]}'")
-        valid = ", True" if isinstance(st, T.HeaderT) else ""
-        return Ex(f"{self.class_of(st)}._mk({', '.join(self.copy_code(given[f]) for f, _ in st.fields)}{valid})", expected)
+        return Ex(self.make_code(st, [self.copy_code(given[f]) for f, _ in st.fields]), expected)
 
     def ex_cond(self, node, scope, w, ctx, expected):
         """`c ? a : b`: only the chosen branch's statements run."""
@@ -733,8 +732,12 @@ class Expressions:
         if len(items) != len(st.fields):
             raise Fail(node, f"'{st.name}' has {len(st.fields)} fields, the list has {len(items)} values")
         codes = [self.copy_code(self.coerce(i, ft, i.node)) for i, (_, ft) in zip(items, st.fields, strict=True)]
-        valid = ", True" if isinstance(st, T.HeaderT) else ""
-        return Ex(f"{self.class_of(st)}._mk({', '.join(codes)}{valid})", t)
+        return Ex(self.make_code(st, codes), t)
+
+    def make_code(self, st, codes: list[str]) -> str:
+        """`Class._mk(fields...)` of a struct or header value (a header made so is valid)."""
+        args = codes + (["True"] if isinstance(st, T.HeaderT) else [])
+        return f"{self.class_of(st)}._mk({', '.join(args)})"
 
 
 # expression node -> the Expressions method that lowers it

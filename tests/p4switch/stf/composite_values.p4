@@ -1,13 +1,17 @@
 // Values of composite types in expressions: a local header stack (all invalid when declared)
 // filled by assignment and compared with the parsed stack, a tuple initialised with a function
 // call (the call's side effect happens in order), functions returning a header (one with an
-// inout parameter and a path that ends without `return`), and a struct initialiser.
+// inout parameter and a path that ends without `return`), struct initialisers, and `{}` making
+// a header without fields valid.
 #include <core.p4>
 #include <v1model.p4>
 
 header h_t {
     bit<8>  a;
     bit<8>  b;
+}
+
+header empty_t {
 }
 
 header res_t {
@@ -24,6 +28,7 @@ struct pair_t {
 struct headers_t {
     h_t[2] s;
     h_t    f;
+    empty_t e;
     res_t  r;
 }
 
@@ -84,6 +89,10 @@ control IngressImpl(inout headers_t hdr, inout meta_t meta, inout standard_metad
         tuple<bit<8>, bit<8>> t = { v, bump(v) };   // bump's effect on v happens here
         hdr.r.t0 = v;
         hdr.r.t1 = bump(v) + v;
+        hdr.e = {};
+        if (hdr.e.isValid()) {
+            hdr.r.flags = hdr.r.flags | 16;
+        }
     }
 }
 
