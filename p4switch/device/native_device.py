@@ -129,6 +129,14 @@ class NativeDevice:
                           self._punt_tx.fileno(), _IO_NUMBER[self.io])
         self.tm.attach(lib)
         self._lib = lib
+        # the rings are set up before install() returns: a ring being set up takes the socket
+        # off the interface for an RCU grace period (milliseconds on a busy machine), and
+        # frames sent then are lost
+        self._ring_fds = (len(numbers), fds, nums)
+        if lib.dev_rings_open(*self._ring_fds) < 0:
+            print(f"p4switch: a port takes no {self.io} socket ring: receiving with recvmmsg",
+                  file=sys.stderr, flush=True)
+            self.io = "recvmmsg"
         self._threads = [threading.Thread(target=self._ingress, args=(lib,), name="ingress", daemon=True),
                          threading.Thread(target=lib.dev_egress_loop, name="egress", daemon=True)]
         for t in self._threads:
@@ -140,16 +148,8 @@ class NativeDevice:
             fds = (ctypes.c_int * max(len(numbers), 1))(*[self.ports[n].fileno() for n in numbers])
             nums = (ctypes.c_uint32 * max(len(numbers), 1))(*numbers)
             gone = ctypes.c_int(-1)
-            if lib.dev_rings_open(len(numbers), fds, nums) < 0:
-                print(f"p4switch: a port takes no {self.io} socket ring: receiving with "
-                      "recvmmsg", file=sys.stderr, flush=True)
-                self.io = "recvmmsg"
-            try:
-                if not lib.dev_ingress_loop(len(numbers), fds, nums, self._wake_rx.fileno(),
-                                            ctypes.byref(gone)):
-                    return
-            finally:
-                lib.dev_rings_close(len(numbers), fds, nums)
+            if not lib.dev_ingress_loop(len(numbers), fds, nums, self._wake_rx.fileno(), ctypes.byref(gone)):
+                return
             port = self.ports.pop(gone.value, None)
             if port is not None:
                 print(f"p4switch: port {port.number} ({port.ifname}) is gone; the switch keeps running "
@@ -162,6 +162,7 @@ class NativeDevice:
         self._wake_tx.send(b"x")
         for t in self._threads:
             t.join(timeout=5)
+        self._lib.dev_rings_close(*self._ring_fds)
         try:
             while self._wake_rx.recv(16, socket.MSG_DONTWAIT):
                 pass

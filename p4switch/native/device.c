@@ -399,7 +399,7 @@ static int xsk_batch(xsk_t *x, uint32_t port) {
 }
 
 /* the receive of port i: -1 when its socket failed */
-static int port_receive(int i, int fd, uint32_t number) {
+static int port_receive(int fd, uint32_t number) {
     if (IO_MODE == IO_RECVMMSG) return receive_batch(fd, number);
     int n, total = 0;
     if (IO_MODE == IO_AFXDP) {
@@ -407,7 +407,8 @@ static int port_receive(int i, int fd, uint32_t number) {
         return total;
     }
     /* drain what the ring holds (a bounded number of batches, so that ports take turns) */
-    for (int k = 0; k < 8 && (n = IO_MODE == IO_MMAP_V3 ? ring_batch_v3(&RINGS[i], number) : ring_batch_v2(&RINGS[i], number)) > 0; k++)
+    ring_t *r = &RINGS[number & (NPORTS - 1)];
+    for (int k = 0; k < 8 && (n = IO_MODE == IO_MMAP_V3 ? ring_batch_v3(r, number) : ring_batch_v2(r, number)) > 0; k++)
         total += n;
     return total;
 }
@@ -416,6 +417,9 @@ static int port_receive(int i, int fd, uint32_t number) {
  * recvmmsg) */
 int dev_rings_open(int nports, const int *fds, const uint32_t *numbers) {
     if (IO_MODE == IO_RECVMMSG) return 0;
+    /* frames that came before the ring wait in the socket's queue, which setting up a ring
+     * empties: they go through the pipeline first */
+    for (int i = 0; i < nports; i++) while (receive_batch(fds[i], numbers[i]) > 0) {}
     if (IO_MODE == IO_AFXDP) {
         for (int i = 0; i < nports; i++) {
             struct sockaddr_ll ll;
@@ -432,8 +436,8 @@ int dev_rings_open(int nports, const int *fds, const uint32_t *numbers) {
         return 0;
     }
     for (int i = 0; i < nports; i++) {
-        if (ring_open(fds[i], &RINGS[i], IO_MODE) < 0) {
-            while (i-- > 0) ring_close(fds[i], &RINGS[i]);
+        if (ring_open(fds[i], &RINGS[numbers[i] & (NPORTS - 1)], IO_MODE) < 0) {
+            while (i-- > 0) ring_close(fds[i], &RINGS[numbers[i] & (NPORTS - 1)]);
             IO_MODE = IO_RECVMMSG;
             return -1;
         }
@@ -450,7 +454,7 @@ void dev_rings_close(int nports, const int *fds, const uint32_t *numbers) {
         }
         return;
     }
-    for (int i = 0; i < nports; i++) ring_close(fds[i], &RINGS[i]);
+    for (int i = 0; i < nports; i++) ring_close(fds[i], &RINGS[numbers[i] & (NPORTS - 1)]);
 }
 
 /* returns when dev_stop() is called; a port whose socket fails is reported in *gone */
@@ -469,9 +473,9 @@ int dev_ingress_loop(int nports, const int *fds, const uint32_t *numbers, int wa
         int r = poll(pf, nports + 1, IO_MODE == IO_MMAP_V3 ? RING_TOV_MS : 200);
         if (r < 0) continue;
         for (int i = 0; i < nports; i++) {
-            if (IO_MODE == IO_MMAP_V3 && live[i] && !pf[i].revents) { port_receive(i, pf[i].fd, numbers[i]); continue; }
+            if (IO_MODE == IO_MMAP_V3 && live[i] && !pf[i].revents) { port_receive(pf[i].fd, numbers[i]); continue; }
             if (!live[i] || !pf[i].revents) continue;
-            if (!(pf[i].revents & POLLIN) || port_receive(i, pf[i].fd, numbers[i]) < 0) {
+            if (!(pf[i].revents & POLLIN) || port_receive(pf[i].fd, numbers[i]) < 0) {
                 live[i] = 0; pf[i].fd = -1; *gone = (int)numbers[i];
                 return 1;          /* Python reports it and calls again without the port */
             }
