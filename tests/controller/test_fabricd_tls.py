@@ -30,7 +30,7 @@ def certs(tmp_path_factory):
 
 
 def ctl(server, *args, expect=0):
-    result = CliRunner().invoke(fabricctl.main, ["--server", server, "--timeout", "10", *args])
+    result = CliRunner().invoke(fabricctl.main, ["--server", server, "--timeout", "30", *args])
     assert result.exit_code == expect, (args, result.exit_code, result.output)
     return result.output
 

@@ -31,7 +31,8 @@ def capabilities(address: str, ca=None, cert=None, key=None) -> str:
         channel = grpc.secure_channel(address, creds)
     with channel:
         stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-        reply = stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=5)
+        # 30 s: a margin no load crosses (the calls take milliseconds)
+        reply = stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=30)
         return reply.p4runtime_api_version
 
 
