@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def sh(ns: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", "netns", "exec", ns, *args], capture_output=True, text=True,
-                          check=check, timeout=120)
+                          check=check, timeout=300)
 
 
 class Fabric:
@@ -37,8 +37,10 @@ class Fabric:
 
     def fabricctl(self, *args: str) -> subprocess.CompletedProcess:
         """fabricctl inside the fabric's namespace, where fabricd listens; never raises."""
+        # --timeout 120: a change reconciles every switch, which took over fabricctl's 30 s
+        # default at a load average of 35
         return sh(self.fab, sys.executable, "-m", "controller.fabricctl", "--server",
-                  self.server, *args, check=False)
+                  self.server, "--timeout", "120", *args, check=False)
 
     def ctl(self, *args: str) -> dict:
         """fabricctl --json, which must succeed; its reply decoded."""
