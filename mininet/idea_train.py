@@ -47,8 +47,8 @@ def summary_rows(rows: list[dict]) -> list[list[str]]:
                    and x["steps"]]
         gap = abs(r["test_accuracy"] - last["ring"]["test_accuracy"]) * 100
         out.append(["Training (digits MLP)",
-                    f"{algo}: test accuracy {r['test_accuracy'] * 100:.2f}% after "
-                    f"{r['epoch']} epochs ({gap:.2f} pp from ring)", str(r["ranks"]),
+                    f"{algo}: test accuracy {r['test_accuracy'] * 100:.2f}% after epoch "
+                    f"{r['epoch']} ({gap:.2f} pp from ring)", str(r["ranks"]),
                     f"{sum(trained) / len(trained) * 1e3:.1f}", "-",
                     "yes" if agree and gap <= ACCURACY_PP else "NO"])
     return out

@@ -120,7 +120,7 @@ class SharedRun:
             self.ids.append(jid)
             self.out[jid] = self._steps(jid, job)
             if scheme == "vclos":
-                self._install_slice(job)
+                self._install_slice(jid, job)
             elif scheme == "vclos-ethereal":
                 routing = job.slice.routing(topo)
                 for h in job.hosts:
@@ -145,9 +145,9 @@ class SharedRun:
                 self.fab.engine.add_step(jid, i, expect[i][s])
         return out
 
-    def _install_slice(self, job: Job) -> None:
+    def _install_slice(self, jid: int, job: Job) -> None:
         routing = job.slice.routing(self.topo)
-        pairs = {(f.src, f.dst, f.connection_sport) for by_step in self.out[self.ids[-1]].values()
+        pairs = {(f.src, f.dst, f.connection_sport) for by_step in self.out[jid].values()
                  for flows in by_step for f in flows}
         for src, dst, sport in pairs:
             for switch, port in slice_pins(self.topo, job.slice, routing, src, dst, sport):

@@ -1,5 +1,5 @@
-"""`make demo` end to end, small: the script builds the fabric, runs every policy and idea,
-prints both tables and writes the plot and the result rows."""
+"""`make demo` end to end, small: the script builds the fabric, runs every policy and idea and
+a one-epoch training run, prints the tables and writes the plots and the result rows."""
 import json
 import signal
 import subprocess
@@ -13,8 +13,9 @@ pytestmark = [pytest.mark.mininet, pytest.mark.slow]
 
 
 # How long the small demo may take: an unoptimised BMv2 is several times slower than p4switch.
-# pytest-timeout waits longer, so that the demo is interrupted (and stops Mininet) first.
-DEADLINE = {"p4switch": 600, "bmv2": 900}
+# pytest-timeout waits longer, so that the demo is interrupted (and stops Mininet) first. The
+# one-epoch training run adds three launches of 8 ranks (about 1-2 min on 2 loaded cores).
+DEADLINE = {"p4switch": 720, "bmv2": 1080}
 
 
 @pytest.mark.parametrize("target", [
@@ -26,12 +27,12 @@ def test_demo_runs_every_policy_and_idea(tmp_path, target):
                 "--repeat", "1",
                 "--size", "32KiB", "--collectives", "allreduce/ring",
                 "--ideas-size", "32KiB", "--vclos-seeds", "1", "--vclos-repeats", "1",
-                "--pcap", "--out", str(tmp_path)], DEADLINE[target])
+                "--train-epochs", "1", "--pcap", "--out", str(tmp_path)], DEADLINE[target])
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "demo.jsonl").read_text().splitlines()]
     assert {r["policy"] for r in rows} == {"ecmp", "spray", "reps", "ethereal"}
     assert all(r["ok"] for r in rows) and len(rows) == 4 * 4
-    for png in ("demo-cct.png", "mcast-allgather.png", "vclos.png"):
+    for png in ("demo-cct.png", "mcast-allgather.png", "vclos.png", "train.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     pcaps = list((tmp_path / "pcap").glob("*-eth*.pcap"))
     assert pcaps and all(p.read_bytes()[:4] == b"\xd4\xc3\xb2\xa1" for p in pcaps), pcaps
@@ -39,7 +40,8 @@ def test_demo_runs_every_policy_and_idea(tmp_path, target):
     for line in ("allgather multicast 239.1.", "allreduce switchml in leaf",
                  "isolation: ping across slices", "exit 5: fabricctl: RESOURCE_EXHAUSTED",
                  "5% loss in the switches", "own vClos slices", "KB each job put on every",
-                 "x ring's", "bound N/(2(N-1))", "runs at once overlap"):
+                 "x ring's", "bound N/(2(N-1))", "runs at once overlap",
+                 "Training the digits MLP over the fabric", "ms all-reduce/step"):
         assert line in out.stdout, out.stdout[-3000:]
 
 
