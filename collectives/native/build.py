@@ -17,6 +17,7 @@ from fabricmodel import rocev2
 from .. import transport, wire
 
 SOURCE = Path(__file__).with_name("transport.c")
+MAX_PEERS = 256               # ranks (and NetReduce's aggregator) one native endpoint addresses
 CFLAGS = ["-O2", "-shared", "-fPIC", "-Wall", "-Werror"]
 _lib: ctypes.CDLL | None = None
 
@@ -44,7 +45,7 @@ def constants() -> dict[str, int | float]:
     names |= {"IPPROTO_UDP_NUM": rocev2.UDP, "RETH_BYTES": wire.RETH_HDR.size,
               "AETH_BYTES": wire.AETH_HDR.size, "CNP_PAD_BYTES": len(wire.CNP_PAD),
               "UDP_BYTES": wire.UDP_HDR.size,
-              "IP_UDP_BYTES": wire.IP_HDR.size + wire.UDP_HDR.size}
+              "IP_UDP_BYTES": wire.IP_HDR.size + wire.UDP_HDR.size, "MAX_PEERS": MAX_PEERS}
     names |= {k: getattr(transport, k) for k in (
         "MAX_QPS", "PUMP_BUDGET", "DRAIN_BUDGET", "PACING_BURST", "RTT_GAIN", "RTO_SRTT_MULT",
         "MAX_BACKOFF", "DCQCN_G", "RATE_FLOOR", "RECOVERY_S", "RECOVERED", "CNP_GAP_S",

@@ -26,7 +26,7 @@ from ..transport import (
     TransportError,
     initial_psn,
 )
-from .build import library, stats_fields
+from .build import MAX_PEERS, library, stats_fields
 
 CB_PACKET, CB_PLACE, CB_CONTROL, CB_TIMEOUT, CB_NEWRQP = range(1, 6)
 ERR_CALLBACK, ERR_UNREACHABLE = -1, -2
@@ -145,6 +145,9 @@ class NativeEndpoint(Endpoint):
     packet is built, sent, received, checked and acknowledged in transport.c."""
 
     def __post_init__(self) -> None:
+        if len(self.peers) >= MAX_PEERS:
+            raise ValueError(f"the native transport addresses at most {MAX_PEERS - 1} ranks, "
+                             f"not {len(self.peers)} (use backend='python')")
         self._lib = library()
         self.local = socket.inet_aton(self.peers[self.rank])
         self._open_sockets()
@@ -185,7 +188,10 @@ class NativeEndpoint(Endpoint):
     @property
     def active(self) -> list[NativeSendQP]:
         n = self._lib.nt_active(self._ep, self._handles, len(self._handles))
-        return [self._qps[self._handles[i]] for i in range(min(n, len(self._handles)))]
+        if n > len(self._handles):
+            self._handles = (ctypes.c_uint32 * (2 * n))()
+            n = self._lib.nt_active(self._ep, self._handles, len(self._handles))
+        return [self._qps[self._handles[i]] for i in range(n)]
 
     # ---- sending ------------------------------------------------------------------------
     def send_frame(self, dst: bytes, sport: int, roce: bytes, tos: int) -> int:
@@ -218,6 +224,9 @@ class NativeEndpoint(Endpoint):
         self._post(self.sendqp(peer, idx), False, memoryview(data), op, 0, 0)
 
     def set_peer(self, index: int, ip: str) -> None:
+        if index >= MAX_PEERS:
+            raise ValueError(f"peer {index}: the native transport addresses at most "
+                             f"{MAX_PEERS} peers")
         addr = socket.inet_aton(ip)
         if index == len(self.peers):
             self.peers.append(ip)

@@ -247,7 +247,6 @@ typedef struct {
 typedef struct { uint8_t *buf; uint64_t len, received; uint32_t msg_id, used; } msg_t;
 typedef struct { msg_t *tab; uint32_t mask; } msgtab_t;
 
-#define MAX_PEERS 256
 #define BATCH 64
 #define FRAME_MAX 9216
 
