@@ -66,10 +66,6 @@ class DigestEngine:
             return [d.config for i, d in self._digests.items()
                     if not q.digest_id or i == q.digest_id]
 
-    def configs(self) -> list[p4runtime_pb2.DigestEntry]:
-        with self._lock:
-            return [d.config for d in self._digests.values()]
-
     # --- data plane -> lists ---------------------------------------------------------------
     def offer(self, digests: list[tuple[str, dict]]) -> list[p4runtime_pb2.DigestList]:
         """Buffer the data plane's messages -> the lists that are ready now."""
