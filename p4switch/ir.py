@@ -130,7 +130,11 @@ def attr(name: str) -> str:
 
 
 def pyname(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+    """A Python identifier for a fully qualified P4 name: dots become `_`, any other character
+    that is not a letter, digit or `_` (an @name may hold any) `_x<hex>_`, so that names
+    differing only in such characters stay apart."""
+    return re.sub(r"[^A-Za-z0-9_]", lambda m: "_" if m.group() == "." else f"_x{ord(m.group()):x}_",
+                  text)
 
 
 # ------------------------------------------------------------------ values and scopes

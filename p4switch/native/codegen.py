@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from ..ir import pyname
 from .lowered import INT, WIDE, Lowered, Retry, Struct, Unsupported, cname
 
 HASHES = {"crc32": "H_CRC32", "crc32_custom": "H_CRC32", "crc16": "H_CRC16",
@@ -64,7 +65,7 @@ class CodeGen:
         self.tuples: dict[tuple, str] = {}
         self.action_ids = {name: i for i, name in enumerate(program.actions)}
         self.table_ids = {name: i for i, name in enumerate(program.tables)}
-        self.pynames = {n.replace(".", "_"): n for n in program.tables}
+        self.pynames = {pyname(n): n for n in program.tables}
         self.extern_ids: dict[str, tuple[str, int]] = {}
         counts: dict[str, int] = {}
         for name, spec in program.externs.items():
@@ -75,7 +76,7 @@ class CodeGen:
             if kind == "value_set":
                 group = "VSETS"
             if group:
-                self.extern_ids[_py(name)] = (kind, counts.get(group, 0))
+                self.extern_ids[pyname(name)] = (kind, counts.get(group, 0))
                 counts[group] = counts.get(group, 0) + 1
         self.digest_frames: list[str] = []
         self.digest_fns: list[tuple[str, str]] = []   # (digest name, C function)
@@ -941,11 +942,6 @@ class CodeGen:
         sig = f"static tres_t {cfn}({frame_kind[1]} *F)"
         self.protos.append(sig + ";")
         self.bodies.append(sig + " {\n" + "".join("    " + d + "\n" for d in f.decls) + "\n".join(f.lines) + "\n}\n")
-
-
-def _py(name: str) -> str:
-    import re
-    return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
 def arg_words(width: int) -> int:

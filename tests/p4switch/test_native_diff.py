@@ -95,3 +95,34 @@ def test_digests_same_on_both_backends(tmp_path):
     assert records["python"] == [("learn_t", {"a": 7, "d": 0x0A000002}),
                                  ("learn_t", {"a": 7, "d": 0x0A000001})]
     assert records["native"] == records["python"]
+
+
+def test_tables_named_apart_only_by_punctuation(tmp_path):
+    """@name("t|1") and @name("t^1") are two tables (their Python names once collided, and
+    applying the first ran the second), on both backends."""
+    program = tmp_path / "punctuation.p4"
+    program.write_text("""#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct headers_t { h_t h; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control V(inout headers_t hdr, inout meta_t m) { apply { } }
+control I(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
+    action first() { hdr.h.a = 1; }
+    action second() { hdr.h.b = 2; }
+    @name("t|1") table t1 { actions = { first; } default_action = first(); }
+    @name("t^1") table t2 { actions = { second; } default_action = second(); }
+    apply { sm.egress_spec = 1; t1.apply(); t2.apply(); }
+}
+control E(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control C(inout headers_t hdr, inout meta_t m) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+""")
+    for backend in ("python", "native"):
+        sw = p4switch.load(str(program), backend=backend)
+        assert sw.process(0, bytes([0, 0])) == [(1, bytes([1, 2]))], backend
+        assert {"I.t|1", "I.t^1"} <= set(sw.tables), backend
