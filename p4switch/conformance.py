@@ -225,8 +225,7 @@ def check_program(program: Path, p4c_bin: Path | str | None, backend: str = "nat
         info = p4info.build(prog)
     except p4switch.P4CompileError as exc:
         detail = _first_line(str(exc)).replace(str(program.parent) + "/", "")
-        return Outcome(program.stem, "error", detail, "error" if p4c_bin else "-", "",
-                       "-", "-" if backend != "diff" else "error")
+        return Outcome(program.stem, "error", detail, "error" if p4c_bin else "-", "", "-")
     runs, ran, refused = {}, "python", ""
     for b in (("python", "native") if backend == "diff" else (backend,)):
         try:
@@ -312,8 +311,10 @@ def format_table(outcomes: list[Outcome], with_p4info: bool, with_diff: bool = F
         lines.append(f"p4info: {sum(o.p4info == 'same' for o in outcomes)}/{n} identical to p4c's")
     if with_diff:
         same = sum(o.divergence == "same" for o in outcomes)
+        unrun = sum(o.divergence == "-" for o in outcomes)
         lines.append(f"backends: {same}/{n} the same on python and native, "
-                     f"{sum(o.divergence not in ('same', '-') for o in outcomes)} diverge")
+                     f"{sum(o.divergence not in ('same', '-') for o in outcomes)} diverge"
+                     + (f", {unrun} not compared (they do not compile)" if unrun else ""))
     return "\n".join(lines)
 
 

@@ -82,16 +82,18 @@ def test_diff_mode_compares_the_backends(tmp_path):
     p4c = _fake_p4c(tmp_path)
     _wide_register_program(p4c / conformance.SAMPLES)
     run = subprocess.run([sys.executable, "-m", "p4switch.conformance", "--p4c-src", str(p4c),
-                          "--diff", "-q", "exact_basic-bmv2", "exact_wrong-bmv2",
+                          "--diff", "-q", "broken-bmv2", "exact_basic-bmv2", "exact_wrong-bmv2",
                           "wide_register-bmv2"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stdout + run.stderr     # a divergence: the refused program
-    rows = {line.split()[0]: line.split()[1:4] for line in run.stdout.splitlines()[1:4]}
-    assert rows == {"exact_basic-bmv2": ["pass", "native", "same"],
+    rows = {line.split()[0]: line.split()[1:4] for line in run.stdout.splitlines()[1:5]}
+    assert rows == {"broken-bmv2": ["error", "-", "-"],
+                    "exact_basic-bmv2": ["pass", "native", "same"],
                     "exact_wrong-bmv2": ["fail", "native", "same"],
                     "wide_register-bmv2": ["pass", "python*", "DIFFER"]}
     assert "native refused: register IngressImpl.wide of 96 bits" in run.stdout
-    assert "backends: 2/3 the same on python and native, 1 diverge" in run.stdout
-    assert "stf: 2/3 pass (1 on the Python backend: the native one does not run them)" in run.stdout
+    assert ("backends: 2/4 the same on python and native, 1 diverge, 1 not compared (they do "
+            "not compile)") in run.stdout
+    assert "stf: 2/4 pass (1 on the Python backend: the native one does not run them)" in run.stdout
 
 
 def test_divergence_names_the_first_difference():
