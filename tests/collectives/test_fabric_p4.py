@@ -132,6 +132,11 @@ def test_switchml_and_multicast_allgather_through_fabric_p4(leaf, tmp_path):
     rows = launch(ips, plan, namespaces=namespaces, out_dir=tmp_path, timeout=240,
                   step_timeout=120)
     assert_results(rows, plan, 4, tmp_path)
+    # the switch writes every SwitchML result's ICRC, and a multicast replica it made unicast
+    # checks against the group it was sent to: no packet failed its ICRC check (late
+    # duplicate SwitchML results, answered to a retransmission after its call returned, count
+    # as bad packets of the next run: their handler is gone)
+    assert [r["icrc_errors"] for r in rows] == [0] * len(rows)
     # every result really left the switch: at least one per chunk per worker on each port
     chunks = sum(-(-r["elements"] // 32) for r in plan if r["algo"] == "switchml")
     for port in range(1, 5):
