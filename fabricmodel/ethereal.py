@@ -21,8 +21,13 @@ from __future__ import annotations
 
 import math
 import random
+import struct
+import weakref
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass
+
+import numpy as np
 
 from fabricmodel import hashing, rocev2
 from fabricmodel.loads import add_path
@@ -84,7 +89,14 @@ class SplitDescriptor:
 
 
 class EtherealRank:
-    """The per-rank algorithm a host runs on flow arrival (it needs no other rank's state)."""
+    """The per-rank algorithm a host runs on flow arrival (it needs no other rank's state).
+
+    `plan_ranks` plans a batch of flows given as arrays (destination ranks and sizes) and
+    returns them as columns (`RankPlan`); `plan` is the same for `Flow` objects and returns
+    `SubFlow`s. Per destination leaf the round-robin is array arithmetic; a source port is a
+    table lookup: the switches' crc32 is affine, so crc(src, dst, sport) is crc(src, dst)
+    xor a per-port term, and for a power-of-two group the member depends on the low bits of
+    that xor alone (`_PortTables`)."""
 
     def __init__(self, topo: Topology, host: str, *, routing: Routing | None = None,
                  seed: int | None = None, mtu: int = DEFAULT_MTU,
@@ -100,17 +112,44 @@ class EtherealRank:
         self.pin_all = pin_all
         self.failed: dict[str, set[Path]] = defaultdict(set)
         self._order: dict[str, list[Path]] = {}
-        self._load: dict[str, dict[Path, int]] = defaultdict(lambda: defaultdict(int))
-        self._sports: dict[str, dict[int, Path]] = defaultdict(dict)
+        self._hosts = _hosts(topo)
+        self._ports = _PortTables.get()
+        self._base = self._ports.base(self._hosts.ip_int[self.host.rank], dport)
+        # the paths to each leaf get ids when the leaf is first planned for (routing order,
+        # from _tor_base[tor]); loads and steering are per id
+        self.paths: list[Path] = []
+        self._tor_base: dict[str, int] = {}
+        self._tor_ids: dict[str, np.ndarray] = {}   # ids in this rank's shuffled order
+        self._steer: list[_Steer] = []
+        self._load = np.zeros(0, dtype=np.int64)
+        # source ports given per destination rank: the first in arrays, any more in dicts
+        n = len(topo.hosts)
+        self._first_sport = np.full(n, -1, dtype=np.int64)
+        self._first_path = np.full(n, -1, dtype=np.int64)
+        self._more_sports: dict[int, dict[int, int]] = {}
 
     # ---- path bookkeeping ---------------------------------------------------------------
     def good_paths(self, dst_leaf: str) -> list[Path]:
         """This rank's shuffled order of the paths to `dst_leaf` that are not marked failed."""
+        return [self.paths[i] for i in self._good_ids(dst_leaf)]
+
+    def _good_ids(self, dst_leaf: str) -> np.ndarray:
         if dst_leaf not in self._order:
-            order = list(self.routing.paths(self.host.leaf, dst_leaf))
-            self.rng.shuffle(order)
-            self._order[dst_leaf] = order
-        return [p for p in self._order[dst_leaf] if p not in self.failed[dst_leaf]]
+            paths = self.routing.paths(self.host.leaf, dst_leaf)
+            perm = _shuffled(self.rng, len(paths))
+            base = self._tor_base[dst_leaf] = len(self.paths)
+            self.paths.extend(paths)
+            self._steer.extend(_route_cache(self.routing).steering(self.routing, self.host.leaf, dst_leaf))
+            self._order[dst_leaf] = [paths[i] for i in perm]
+            self._tor_ids[dst_leaf] = np.array(perm, dtype=np.int64) + base
+        failed = self.failed.get(dst_leaf)
+        ids = self._tor_ids[dst_leaf]
+        if not failed:
+            return ids
+        return ids[[self.paths[i] not in failed for i in ids]]
+
+    def _path_id(self, path: Path, tor: str) -> int:
+        return self._tor_base[tor] + self.routing.paths(self.host.leaf, tor).index(path)
 
     def mark_failed(self, dst_leaf: str, path: Path) -> None:
         self.failed[dst_leaf].add(path)
@@ -120,24 +159,30 @@ class EtherealRank:
         """Split and pin the flows that arrive together (one batching window)."""
         for f in flows:
             self._check_flow(f)
-        out: list[SubFlow] = []
-        groups: dict[str, dict[int, list[Flow]]] = defaultdict(lambda: defaultdict(list))
-        for f in flows:
-            dst_leaf = self.topo.host(f.dst).leaf
-            if dst_leaf == self.host.leaf:
-                out.append(self._realize(f, 0, 1, (0, f.bytes, self._packets(f.bytes)), None))
-            else:
-                groups[dst_leaf][f.bytes].append(f)
-        tors = sorted(groups)
-        self.rng.shuffle(tors)
-        for tor in tors:
-            good = self.good_paths(tor)
-            if not good:
-                raise RuntimeError(f"{self.host.name}: no live path from {self.host.leaf} to {tor}")
-            self._load[tor] = defaultdict(int)
-            for size in sorted(groups[tor]):
-                out.extend(self._balance(groups[tor][size], good, tor))
-        return out
+        dsts = np.fromiter((self.topo.hosts[f.dst].rank for f in flows), dtype=np.int64,
+                           count=len(flows))
+        sizes = np.fromiter((f.bytes for f in flows), dtype=np.int64, count=len(flows))
+        plan = self._plan(dsts, sizes, lambda i: flows[i].connection_sport)
+        return [plan.subflow(i, flows[plan.flow[i]]) for i in range(len(plan))]
+
+    def plan_ranks(self, dsts, sizes, dst_qp: int = 0) -> RankPlan:
+        """`plan` for flows to host ranks `dsts` of `sizes` bytes (NIC queue pair `dst_qp`),
+        as columns: what a simulator or a NIC driver needs, without an object per flow."""
+        dsts = np.asarray(dsts, dtype=np.int64)
+        sizes = np.asarray(sizes, dtype=np.int64)
+        if dsts.shape != sizes.shape or dsts.ndim != 1:
+            raise ValueError("dsts and sizes must be equal-length sequences")
+        n = len(self.topo.hosts)
+        if len(dsts) and (dsts.min() < 0 or dsts.max() >= n):
+            raise ValueError(f"destination ranks must be in 0..{n - 1}")
+        if len(sizes) and sizes.min() < 1:
+            bad = int(np.flatnonzero(sizes < 1)[0])
+            raise ValueError(f"flow {self.host.name}->{self._hosts.names[dsts[bad]]}: bytes "
+                             f"must be positive, got {sizes[bad]}")
+        names = self._hosts.names
+        src = self.host.name
+        return self._plan(dsts, sizes, lambda i: hashing.connection_sport(
+            src, names[dsts[i]], dst_qp), dst_qp)
 
     def _check_flow(self, f: Flow) -> None:
         if f.src != self.host.name:
@@ -146,23 +191,79 @@ class EtherealRank:
         if f.bytes < 1:
             raise ValueError(f"flow {f.src}->{f.dst}: bytes must be positive, got {f.bytes}")
 
-    def _balance(self, flows: list[Flow], good: list[Path], tor: str) -> list[SubFlow]:
-        s, n = len(good), len(flows)
-        r = n % s
-        out, turn = [], 0
-        for f in flows[: n - r]:
-            out.append(self._assign(f, 0, 1, (0, f.bytes, self._packets(f.bytes)),
-                                    good[turn % s], tor))
-            turn += 1
-        wanted = s // math.gcd(r, s) if r else 1
-        for f in flows[n - r:]:
-            pieces = self._pieces(f.bytes, wanted)
-            for idx, piece in enumerate(pieces):
-                out.append(self._assign(f, idx, len(pieces), piece, good[turn % s], tor))
-                turn += 1
-        return out
+    def _plan(self, dsts: np.ndarray, sizes: np.ndarray, local_sport, dst_qp: int = 0) -> RankPlan:
+        """Rack-local flows first (in the order given), then per destination leaf in this
+        rank's shuffled order, per size ascending: whole flows round-robin over the good
+        paths, then the left-over flows' pieces continuing the round-robin."""
+        hosts = self._hosts
+        leaf = hosts.leaf[dsts]
+        mine = hosts.leaf_index[self.host.leaf]
+        local = np.flatnonzero(leaf == mine)
+        cols = _Columns()
+        cols.whole(local, sizes[local], self._packets(sizes[local]), -1)
+        remote = np.flatnonzero(leaf != mine)
+        tors = sorted({hosts.leaf_names[x] for x in np.unique(leaf[remote])})
+        self.rng.shuffle(tors)
+        goods = []
+        for tor in tors:
+            good = self._good_ids(tor)
+            if not len(good):
+                raise RuntimeError(f"{self.host.name}: no live path from {self.host.leaf} to {tor}")
+            goods.append(good)
+        if len(self._load) < len(self.paths):
+            self._load = np.concatenate((self._load, np.zeros(len(self.paths) - len(self._load),
+                                                              dtype=np.int64)))
+        if tors:
+            self._reset_loads(tors)
+            slot = np.full(len(hosts.leaf_names), -1, dtype=np.int64)
+            slot[[hosts.leaf_index[t] for t in tors]] = np.arange(len(tors))
+            tor_slot = slot[leaf[remote]]
+            order = np.lexsort((remote, sizes[remote], tor_slot))
+            rows, rslot, rsize = remote[order], tor_slot[order], sizes[remote][order]
+            cuts = np.flatnonzero((np.diff(rslot) != 0) | (np.diff(rsize) != 0)) + 1
+            starts = np.concatenate(([0], cuts))
+            counts = np.diff(np.concatenate((starts, [len(rows)])))
+            width = np.array([len(g) for g in goods], dtype=np.int64)
+            s_of = width[rslot[starts]]
+            left = counts % s_of
+            turn = np.arange(len(rows)) - np.repeat(starts, counts)
+            table = np.full((len(goods), int(width.max())), -1, dtype=np.int64)
+            for k, g in enumerate(goods):
+                table[k, :len(g)] = g
+            path = table[rslot, turn % width[rslot]]
+            if not left.any():
+                cols.whole(rows, rsize, self._packets(rsize), path)
+            else:
+                for a, c, r in zip(starts, counts, left, strict=True):
+                    w = slice(a, a + c - r)
+                    cols.whole(rows[w], rsize[w], self._packets(rsize[w]), path[w])
+                    if r:
+                        self._leftovers(cols, rows[a + c - r: a + c], int(rsize[a]),
+                                        goods[rslot[a]], int(c - r))
+        plan = cols.done(self, dsts, sizes, dst_qp)
+        if tors:
+            np.add.at(self._load, plan.path[len(local):], plan.bytes[len(local):])
+        self._ports_for(plan, local_sport, len(local))
+        return plan
 
-    def _packets(self, size: int) -> int:
+    def _leftovers(self, cols: _Columns, rows: np.ndarray, size: int, good: np.ndarray,
+                   turn: int) -> None:
+        """The r flows left after whole rounds (all of `size` bytes): s/gcd(r, s) pieces
+        each, continuing the turn."""
+        s, r = len(good), len(rows)
+        pieces = np.array(self._pieces(size, s // math.gcd(r, s)), dtype=np.int64)
+        offset, nbytes, packets = pieces[:, 0], pieces[:, 1], pieces[:, 2]
+        k = len(offset)
+        cols.add(np.repeat(rows, k), np.tile(np.arange(k), r), np.full(r * k, k),
+                 np.tile(offset, r), np.tile(nbytes, r), np.tile(packets, r),
+                 good[(turn + np.arange(r * k)) % s])
+
+    def _reset_loads(self, tors: list[str]) -> None:
+        """A new arrival balances afresh: forget what earlier ones put on these leaves' paths."""
+        for tor in tors:
+            self._load[self._tor_ids[tor]] = 0
+
+    def _packets(self, size):
         return -(-size // self.mtu)
 
     def _pieces(self, size: int, pieces: int) -> list[tuple[int, int, int]]:
@@ -176,44 +277,79 @@ class EtherealRank:
                         min(per, packets - start)))
         return out
 
-    def _assign(self, f: Flow, idx: int, pieces: int, piece: tuple[int, int, int],
-                path: Path, tor: str) -> SubFlow:
-        self._load[tor][path] += piece[1]
-        return self._realize(f, idx, pieces, piece, path)
-
     # ---- realisation: source port and pins ----------------------------------------------
-    def _realize(self, f: Flow, idx: int, pieces: int, piece: tuple[int, int, int],
-                 path: Path | None) -> SubFlow:
-        dst = self.topo.host(f.dst)
-        if path is None:
-            return SubFlow(f, idx, pieces, *piece, None, f.connection_sport)
-        choices = []
-        for hop in path.hops:
-            group = self.routing.group(hop.src, dst.leaf)
-            if len(group) > 1:
-                choices.append((hop, len(group), group.index(hop)))
-        used = self._sports[dst.ip]
-        taken = {p for p, other in used.items() if other != path}
-        sport, steered = self._search(dst.ip, choices, taken)
-        used[sport] = path
-        pins = tuple(PinEntry(hop.src, self.host.ip, dst.ip, sport, self.dport, hop.src_port)
-                     for k, (hop, _, _) in enumerate(choices)
-                     if self.pin_all or k >= steered)
-        return SubFlow(f, idx, pieces, *piece, path, sport, pins)
+    def _ports_for(self, plan: RankPlan, local_sport, first_remote: int) -> None:
+        """Every sub-flow's source port: rack-local ones the connection's, the others the
+        lowest port that steers the longest prefix of their path's hashed hops, not used by
+        this rank toward the same host on another path."""
+        for i in range(first_remote):
+            plan.sport[i] = local_sport(int(plan.flow[i]))
+        rows = np.arange(first_remote, len(plan))
+        if not len(rows):
+            return
+        dst, pid = plan.dst[rows], plan.path[rows]
+        steer_g = np.array([st.modulus for st in self._steer], dtype=np.int64)[pid]
+        steer_m = np.array([st.member for st in self._steer], dtype=np.int64)[pid]
+        # a table lookup serves a destination this rank has given no port yet and that this
+        # arrival sends to once; the rest take the general search, in plan order
+        once = np.bincount(dst, minlength=len(self._first_sport))[dst] == 1
+        fast = once & (self._first_sport[dst] < 0) & (steer_g > 0)
+        port = self._ports.lowest(self._base ^ self._hosts.crc[dst[fast]], steer_g[fast],
+                                  steer_m[fast])
+        found = port >= 0
+        done = rows[fast][found]
+        plan.sport[done] = port[found]
+        plan.steered[done] = np.array([st.steered for st in self._steer],
+                                      dtype=np.int64)[plan.path[done]]
+        self._first_sport[plan.dst[done]] = port[found]
+        self._first_path[plan.dst[done]] = plan.path[done]
+        slow = np.ones(len(plan), dtype=bool)
+        slow[:first_remote] = False
+        slow[done] = False
+        for i in np.flatnonzero(slow):
+            sport, steered = self._search(int(plan.dst[i]), int(plan.path[i]))
+            plan.sport[i], plan.steered[i] = sport, steered
+            self._use(int(plan.dst[i]), sport, int(plan.path[i]))
 
-    def _search(self, dst_ip: str, choices, taken) -> tuple[int, int]:
+    def _taken(self, dst: int, pid: int) -> set[int]:
+        """Ports this rank gave toward host `dst` on paths other than `pid`."""
+        taken = set()
+        if self._first_sport[dst] >= 0 and self._first_path[dst] != pid:
+            taken.add(int(self._first_sport[dst]))
+        for sport, other in self._more_sports.get(dst, {}).items():
+            if other != pid:
+                taken.add(sport)
+        return taken
+
+    def _use(self, dst: int, sport: int, pid: int) -> None:
+        if self._first_sport[dst] < 0 or self._first_sport[dst] == sport:
+            self._first_sport[dst], self._first_path[dst] = sport, pid
+        else:
+            self._more_sports.setdefault(dst, {})[sport] = pid
+
+    def _search(self, dst: int, pid: int) -> tuple[int, int]:
         """A source port steering the longest possible prefix of the hops; how many it steers.
         Switches apply the same hash, so groups of equal size at two hops can conflict."""
+        taken = self._taken(dst, pid)
+        choices = self._steer[pid].choices
+        crc = self._ports.crcs(self._base ^ int(self._hosts.crc[dst]))
         for steered in range(len(choices), 0, -1):
             want = [(size, member) for _, size, member in choices[:steered]]
             if _compatible(want):
-                try:
-                    return hashing.sport_for_members(self.host.ip, dst_ip, self.dport, want,
-                                                     taken), steered
-                except ValueError:
-                    continue
+                ok = np.ones(len(crc), dtype=bool)
+                for size, member in want:
+                    ok &= crc % size == member
+                for k in np.flatnonzero(ok):
+                    if rocev2.SPORT_MIN + int(k) not in taken:
+                        return rocev2.SPORT_MIN + int(k), steered
         return next(p for p in range(rocev2.SPORT_MIN, rocev2.SPORT_MAX + 1)
                     if p not in taken), 0
+
+    def _pins(self, dst: int, pid: int, sport: int, steered: int) -> tuple[PinEntry, ...]:
+        dst_ip = self._hosts.ips[dst]
+        return tuple(PinEntry(hop.src, self.host.ip, dst_ip, sport, self.dport, hop.src_port)
+                     for k, (hop, _, _) in enumerate(self._steer[pid].choices)
+                     if self.pin_all or k >= steered)
 
     # ---- failures -----------------------------------------------------------------------
     def on_timeout(self, sub: SubFlow) -> SubFlow:
@@ -222,18 +358,256 @@ class EtherealRank:
             raise ValueError("a rack-local flow has no path to re-pick")
         tor = self.topo.host(sub.flow.dst).leaf
         self.mark_failed(tor, sub.path)
-        load = self._load[tor]
-        load[sub.path] -= sub.bytes
-        good = self.good_paths(tor)
-        if not good:
+        load = self._load
+        stalled = self._path_id(sub.path, tor)
+        load[stalled] -= sub.bytes
+        good = self._good_ids(tor)
+        if not len(good):
             # Timeouts on every path are not evidence of as many failures (congestion drops
             # on a lossy fabric also time out): keep only this latest mark and go on.
             self.failed[tor] = {sub.path}
-            good = self.good_paths(tor) or [sub.path]
-        best = min(good, key=lambda p: load[p])
-        load[best] += sub.bytes
-        return self._realize(sub.flow, sub.index, sub.pieces,
-                             (sub.offset, sub.bytes, sub.packets), best)
+            good = self._good_ids(tor)
+            if not len(good):
+                good = np.array([stalled])
+        pid = int(good[np.argmin(load[good])])     # the first of the least loaded
+        best = self.paths[pid]
+        load[pid] += sub.bytes
+        dst = self.topo.host(sub.flow.dst).rank
+        sport, steered = self._search(dst, pid)
+        self._use(dst, sport, pid)
+        return SubFlow(sub.flow, sub.index, sub.pieces, sub.offset, sub.bytes, sub.packets, best,
+                       sport, self._pins(dst, pid, sport, steered))
+
+
+@dataclass
+class RankPlan:
+    """One arrival's sub-flows as columns, in plan order (numpy arrays of one row each)."""
+    planner: EtherealRank
+    flow: np.ndarray          # index of the flow in the arrival
+    dst: np.ndarray           # destination host rank
+    index: np.ndarray         # piece number within the flow, of `pieces`
+    pieces: np.ndarray
+    offset: np.ndarray
+    bytes: np.ndarray
+    packets: np.ndarray
+    path: np.ndarray          # id in planner.paths; -1 when source and destination share a leaf
+    sport: np.ndarray
+    steered: np.ndarray       # hashed hops the port steers; the rest get pin entries
+    flow_bytes: np.ndarray    # per flow of the arrival: its size
+    dst_qp: int = 0
+
+    def __len__(self) -> int:
+        return len(self.flow)
+
+    def pins(self, i: int) -> tuple[PinEntry, ...]:
+        if self.path[i] < 0:
+            return ()
+        return self.planner._pins(int(self.dst[i]), int(self.path[i]), int(self.sport[i]),
+                                  int(self.steered[i]))
+
+    def pinned_rows(self) -> np.ndarray:
+        """Rows that need pin entries."""
+        p = self.planner
+        if p.pin_all:
+            return np.flatnonzero(self.path >= 0)
+        hashed = np.array([len(st.choices) for st in p._steer] or [0], dtype=np.int64)
+        remote = self.path >= 0
+        return np.flatnonzero(remote & (self.steered < hashed[np.where(remote, self.path, 0)]))
+
+    def subflow(self, i: int, flow: Flow | None = None) -> SubFlow:
+        """Row i as a SubFlow (of `flow`, else of a Flow rebuilt from the row)."""
+        p = self.planner
+        if flow is None:
+            flow = Flow(p.host.name, p._hosts.names[self.dst[i]],
+                        int(self.flow_bytes[self.flow[i]]), dst_qp=self.dst_qp)
+        path = p.paths[self.path[i]] if self.path[i] >= 0 else None
+        return SubFlow(flow, int(self.index[i]), int(self.pieces[i]), int(self.offset[i]),
+                       int(self.bytes[i]), int(self.packets[i]), path, int(self.sport[i]),
+                       self.pins(i))
+
+
+class _Columns:
+    """RankPlan's columns while they are being built: whole flows in blocks, pieces one by one."""
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple] = []
+
+    def whole(self, rows, sizes, packets, path) -> None:
+        n = len(rows)
+        if n:
+            zeros = np.zeros(n, dtype=np.int64)
+            self.add(rows, zeros, zeros + 1, zeros, sizes, packets,
+                     np.broadcast_to(np.asarray(path, dtype=np.int64), (n,)))
+
+    def add(self, rows, index, pieces, offset, nbytes, packets, path) -> None:
+        self.blocks.append((rows, index, pieces, offset, nbytes, packets, path))
+
+    def done(self, planner: EtherealRank, dsts: np.ndarray, sizes: np.ndarray,
+             dst_qp: int) -> RankPlan:
+        if self.blocks:
+            cols = [np.concatenate([b[k] for b in self.blocks]).astype(np.int64)
+                    for k in range(7)]
+        else:
+            cols = [np.zeros(0, dtype=np.int64) for _ in range(7)]
+        flow, index, pieces, offset, nbytes, packets, path = cols
+        n = len(flow)
+        return RankPlan(planner, flow, dsts[flow], index, pieces, offset, nbytes, packets, path,
+                        np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), sizes, dst_qp)
+
+
+@dataclass(frozen=True)
+class _Steer:
+    """How a source port steers one path: its hashed hops (hop, group size, member), and the
+    longest prefix of them one port can steer whose moduli are all powers of two, as one
+    condition (member modulo the largest); modulus 0 when no such table lookup applies."""
+    choices: tuple
+    steered: int
+    modulus: int
+    member: int
+
+
+def _shuffled(rng: random.Random, n: int) -> list[int]:
+    """`rng.shuffle(list(range(n)))`'s result with the same draws from `rng` (Fisher-Yates
+    from the top, `_randbelow` by rejection on getrandbits), without a call per swap: shuffling
+    every leaf's paths is most of an arrival's cost on large fabrics. tests/fabricmodel holds
+    it to random.shuffle."""
+    perm = list(range(n))
+    bits = rng.getrandbits
+    for i in range(n - 1, 0, -1):
+        m = i + 1
+        k = m.bit_length()
+        j = bits(k)
+        while j >= m:
+            j = bits(k)
+        perm[i], perm[j] = perm[j], perm[i]
+    return perm
+
+
+class _RouteCache:
+    """What every rank planning on one Routing shares: each path's steering."""
+
+    def __init__(self) -> None:
+        self._steer: dict[tuple[str, str], list[_Steer]] = {}
+
+    def steering(self, routing: Routing, src_leaf: str, tor: str) -> list[_Steer]:
+        key = (src_leaf, tor)
+        if key not in self._steer:
+            self._steer[key] = [_steering(routing, p, tor) for p in routing.paths(src_leaf, tor)]
+        return self._steer[key]
+
+
+_ROUTES: weakref.WeakKeyDictionary[Routing, _RouteCache] = weakref.WeakKeyDictionary()
+
+
+def _route_cache(routing: Routing) -> _RouteCache:
+    cache = _ROUTES.get(routing)
+    if cache is None:
+        cache = _ROUTES[routing] = _RouteCache()
+    return cache
+
+
+def _steering(routing: Routing, path: Path, tor: str) -> _Steer:
+    choices = []
+    for hop in path.hops:
+        group = routing.group(hop.src, tor)
+        if len(group) > 1:
+            choices.append((hop, len(group), group.index(hop)))
+    for steered in range(len(choices), 0, -1):
+        want = [(size, member) for _, size, member in choices[:steered]]
+        if _compatible(want):
+            if all(size & (size - 1) == 0 for size, _ in want):
+                size, member = max(want)
+                return _Steer(tuple(choices), steered, size, member)
+            return _Steer(tuple(choices), steered, 0, 0)
+    return _Steer(tuple(choices), 0, 1 if not choices else 0, 0)
+
+
+@dataclass(frozen=True)
+class _Hosts:
+    """Per topology: each host rank's name, IP, leaf index, and crc32 of its address's bytes."""
+    names: list[str]
+    ips: list[str]
+    ip_int: np.ndarray
+    leaf: np.ndarray
+    leaf_names: list[str]
+    leaf_index: dict[str, int]
+    crc: np.ndarray
+
+
+_HOSTS: dict[int, tuple[Topology, _Hosts]] = {}
+
+
+def _hosts(topo: Topology) -> _Hosts:
+    got = _HOSTS.get(id(topo))
+    if got is None or got[0] is not topo:
+        hosts = [topo.host_by_rank(r) for r in range(len(topo.hosts))]
+        leaf_names = sorted({h.leaf for h in hosts})
+        leaf_index = {name: k for k, name in enumerate(leaf_names)}
+        ip_int = np.array([hashing.ip_to_int(h.ip) for h in hosts], dtype=np.uint64)
+        table = _Hosts([h.name for h in hosts], [h.ip for h in hosts], ip_int,
+                       np.array([leaf_index[h.leaf] for h in hosts], dtype=np.int64),
+                       leaf_names, leaf_index, _PortTables.get().dst_terms(ip_int))
+        got = _HOSTS[id(topo)] = (topo, table)
+    return got[1]
+
+
+class _PortTables:
+    """crc32 over fabric.p4's 13-byte key is affine: for keys of one length,
+    crc(a ^ b) = crc(a) ^ crc(b) ^ crc(0). So crc(src, dst, UDP, sport, dport) =
+    base(src, dport) ^ dst_term(dst) ^ port_term(sport), each computed once. For a group of
+    2^k members the member is the low k bits, so the lowest port landing on member m is the
+    first port whose port_term has low bits m ^ (base ^ dst_term): a lookup per (2^k, bits)."""
+    _instance: _PortTables | None = None
+
+    def __init__(self) -> None:
+        zero = zlib.crc32(bytes(13))
+        ports = range(rocev2.SPORT_MIN, rocev2.SPORT_MAX + 1)
+        self.port_term = np.array([zlib.crc32(struct.pack("!IIBHH", 0, 0, 0, p, 0)) ^ zero
+                                   for p in ports], dtype=np.uint64)
+        self._first: dict[int, np.ndarray] = {}
+        self._dst_basis = np.array([zlib.crc32(struct.pack("!IIBHH", 0, 1 << b, 0, 0, 0)) ^ zero
+                                    for b in range(32)], dtype=np.uint64)
+
+    @classmethod
+    def get(cls) -> _PortTables:
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    def base(self, src_ip: int, dport: int) -> int:
+        """crc of (src, 0, UDP, 0, dport) with crc(0) folded in, so that base ^ dst_term(dst)
+        ^ port_term(p) is the crc of the whole key."""
+        return zlib.crc32(struct.pack("!IIBHH", int(src_ip), 0, rocev2.UDP, 0, dport))
+
+    def dst_terms(self, ips: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(ips), dtype=np.uint64)
+        for b in range(32):
+            out ^= np.where((ips >> np.uint64(b)) & np.uint64(1), self._dst_basis[b], 0).astype(np.uint64)
+        return out
+
+    def crcs(self, key_crc: int) -> np.ndarray:
+        """The crc of every port's key, in port order, given base ^ dst_term."""
+        return (np.uint64(key_crc) ^ self.port_term).astype(np.int64)
+
+    def lowest(self, key_crc: np.ndarray, modulus: np.ndarray, member: np.ndarray) -> np.ndarray:
+        """Per row, the lowest port whose crc modulo `modulus` (a power of two) is `member`;
+        -1 where none is."""
+        out = np.full(len(key_crc), -1, dtype=np.int64)
+        for g in np.unique(modulus):
+            rows = np.flatnonzero(modulus == g)
+            first = self._first_ports(int(g))
+            want = (member[rows] ^ (key_crc[rows].astype(np.int64) & (int(g) - 1)))
+            out[rows] = first[want]
+        return out
+
+    def _first_ports(self, g: int) -> np.ndarray:
+        if g not in self._first:
+            low = (self.port_term & np.uint64(g - 1)).astype(np.int64)
+            first = np.full(g, -1, dtype=np.int64)
+            values, index = np.unique(low, return_index=True)
+            first[values] = index + rocev2.SPORT_MIN
+            self._first[g] = first
+        return self._first[g]
 
 
 def _compatible(choices: list[tuple[int, int]]) -> bool:

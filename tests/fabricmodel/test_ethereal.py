@@ -218,3 +218,35 @@ def test_split_descriptors_skip_rack_local():
     topo = t.leaf_spine(2, 2, 2)
     subs = EtherealRank(topo, "h1").plan([Flow("h1", "h2", 10), Flow("h1", "h3", 10)])
     assert [d.dst_ip for d in split_descriptors(subs, topo)] == [topo.host("h3").ip]
+
+
+def test_the_paths_are_shuffled_as_random_shuffle_does():
+    import random
+
+    from fabricmodel.ethereal import _shuffled
+    for seed in range(20):
+        for n in (1, 2, 3, 16, 33, 256):
+            a, b = random.Random(seed), random.Random(seed)
+            want = list(range(n))
+            a.shuffle(want)
+            assert _shuffled(b, n) == want
+            assert a.random() == b.random()          # the same draws were taken
+
+
+@pytest.mark.parametrize("topo", [t.leaf_spine(4, 4, 4), t.leaf_spine(3, 3, 4), t.fat_tree(4)],
+                         ids=["leafspine", "three-spines", "fattree"])
+def test_plan_ranks_is_plan_as_columns(topo):
+    n = len(topo.hosts)
+    hosts = [topo.host_by_rank(i).name for i in range(n)]
+    dsts = [d for d in range(1, n)] + [n - 1, 2]
+    sizes = [(d % 3 + 1) * 5000 for d in dsts]
+    flows = [Flow(hosts[0], hosts[d], b, dst_qp=3) for d, b in zip(dsts, sizes, strict=True)]
+    subs = EtherealRank(topo, hosts[0], mtu=1024).plan(flows)
+    plan = EtherealRank(topo, hosts[0], mtu=1024).plan_ranks(dsts, sizes, dst_qp=3)
+    assert len(plan) == len(subs)
+    for i, sub in enumerate(subs):
+        assert plan.subflow(i, flows[plan.flow[i]]) == sub
+    with pytest.raises(ValueError, match="bytes must be positive"):
+        EtherealRank(topo, hosts[0]).plan_ranks([1], [0])
+    with pytest.raises(ValueError, match="destination ranks"):
+        EtherealRank(topo, hosts[0]).plan_ranks([n], [10])
