@@ -21,9 +21,11 @@ AETH_ACK = 0x1F
 AETH_NAK_PSN = 0x60
 
 # Bytes on the wire around a RoCEv2 packet's BTH and payload: Ethernet 14, IPv4 20 and UDP 8
-# in front, the ICRC 4 behind; the BTH itself is 12.
-FRAME_OVERHEAD = 14 + 20 + 8 + 4
+# in front, the ICRC 4 behind; the BTH itself is 12, an ACK's AETH 4.
+ICRC_BYTES = 4
+FRAME_OVERHEAD = 14 + 20 + 8 + ICRC_BYTES
 BTH_BYTES = 12
+AETH_BYTES = 4
 
 AGG_VALUES = 32               # int32 values per aggregation packet (K)
 AGG_FLAG_RESULT = 0x01        # set by the switch on the aggregated result

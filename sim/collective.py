@@ -14,7 +14,9 @@ Per-packet work stays in C++; Python runs once per (rank, step) and once per Eth
 """
 from __future__ import annotations
 
+import bisect
 import time
+from collections.abc import Mapping
 
 from fabricmodel import ethereal
 from fabricmodel.topology import Topology
@@ -38,22 +40,38 @@ class Policy:
             self.planners = {h.name: ethereal.EtherealRank(fab.topo, h.name, routing=fab.routing,
                                                            mtu=fab.transport.mtu)
                              for h in fab.hosts}
-        self.subflows: dict[int, ethereal.SubFlow] = {}
+        self.subflows = SubFlows()
 
     def open(self, job: int, rank: int, step: int, flows: list[ethereal.Flow]) -> None:
+        """One engine call per (rank, step): the QPs of its flows, in order."""
         e, mtu = self.fab.engine, self.fab.transport.mtu
-        if self.policy == "ethereal" and flows:
-            for sub in self.planners[flows[0].src].plan(flows):
+        if not flows:
+            return
+        dsts = [self.fab.index[f.dst] for f in flows]
+        if self.policy == "ethereal" and len({f.dst_qp for f in flows}) == 1:
+            plan = self.planners[flows[0].src].plan_ranks(dsts, [f.bytes for f in flows],
+                                                          dst_qp=flows[0].dst_qp)
+            for i in plan.pinned_rows():
+                for pin in plan.pins(int(i)):
+                    self.fab.add_pin(pin.switch, pin.src_ip, pin.dst_ip, pin.sport, pin.port)
+            modes = [MODES["ecmp"], MODES["pinned"]]
+            self.subflows.add(e.qp_count(), plan)
+            e.add_qps(job, rank, step, plan.dst.tolist(), plan.bytes.tolist(), mtu,
+                      plan.sport.tolist(), [modes[p >= 0] for p in plan.path.tolist()])
+        elif self.policy == "ethereal":
+            subs = self.planners[flows[0].src].plan(flows)
+            for sub in subs:
                 self._pins(sub)
-                dst = self.fab.index[sub.flow.dst]
-                mode = MODES["pinned"] if sub.path is not None else MODES["ecmp"]
-                qp = e.add_qp(job, rank, dst, step, sub.bytes, mtu, sub.sport, mode)
-                self.subflows[qp] = sub
+            first = e.qp_count()
+            e.add_qps(job, rank, step, [self.fab.index[sub.flow.dst] for sub in subs],
+                      [sub.bytes for sub in subs], mtu, [sub.sport for sub in subs],
+                      [MODES["pinned"] if sub.path is not None else MODES["ecmp"]
+                       for sub in subs])
+            for k, sub in enumerate(subs):
+                self.subflows[first + k] = sub
         else:
-            mode = MODES[self.policy if self.policy != "ethereal" else "ecmp"]
-            for f in flows:
-                e.add_qp(job, rank, self.fab.index[f.dst], step, f.bytes, mtu,
-                         f.connection_sport, mode)
+            e.add_qps(job, rank, step, dsts, [f.bytes for f in flows], mtu,
+                      [f.connection_sport for f in flows], [MODES[self.policy]])
 
     def timeout(self, qp: int) -> None:
         sub = self.subflows[qp]
@@ -70,9 +88,9 @@ class Policy:
 class Run:
     def __init__(self, topo: Topology, algorithm: str, size: int, policy: str, *,
                  link: LinkSpec = DEFAULT_LINK, transport: Transport = DEFAULT_TRANSPORT,
-                 failed: tuple[int, ...] = (), seed: int = 0, progress=None) -> None:
+                 failed: tuple[int, ...] = (), seed: int = 0) -> None:
         self.topo, self.algorithm, self.size, self.policy = topo, algorithm, size, policy
-        self.seed, self.progress = seed, progress
+        self.seed = seed
         n = len(topo.hosts)
         self.steps = make_steps(algorithm, n, size)
         self.fab = SimFabric(topo, link, transport, failed, seed=seed + 1)
@@ -101,8 +119,6 @@ class Run:
         flows = [ethereal.Flow(self.names[f.src], self.names[f.dst], f.bytes, dst_qp=self.seed)
                  for f in self.out_flows[rank][s]]
         self.sender.open(job, rank, s, flows)
-        if self.progress is not None:
-            self.progress.update(1)
         self.python_s += time.perf_counter() - start
 
     def _timeout(self, qp: int) -> None:
@@ -141,3 +157,51 @@ class Run:
         }
         self.fab.close()
         return row
+
+
+def run_case(topo: Topology, algorithm: str, size: int, failed: tuple[int, ...], policy: str,
+             seed: int, link: LinkSpec = DEFAULT_LINK,
+             transport: Transport = DEFAULT_TRANSPORT) -> dict:
+    """One seeded run, start to finish: what a sweep's task is (sim/sweep.py)."""
+    return Run(topo, algorithm, size, policy, link=link, transport=transport, failed=failed,
+               seed=seed).run()
+
+
+class SubFlows(Mapping):
+    """QP id -> the Ethereal sub-flow it carries, built from the planner's columns only when
+    asked for (on a timeout, or by a test): a 1,024-host all-to-all has a million of them."""
+
+    def __init__(self) -> None:
+        self._first: list[int] = []
+        self._plans: list[ethereal.RankPlan] = []
+        self._set: dict[int, ethereal.SubFlow] = {}
+
+    def add(self, first_qp: int, plan: ethereal.RankPlan) -> None:
+        if len(plan):
+            self._first.append(first_qp)
+            self._plans.append(plan)
+
+    def _planned(self, qp: int) -> tuple[ethereal.RankPlan, int] | None:
+        k = bisect.bisect_right(self._first, qp) - 1
+        if k < 0 or qp - self._first[k] >= len(self._plans[k]):
+            return None
+        return self._plans[k], qp - self._first[k]
+
+    def __getitem__(self, qp: int) -> ethereal.SubFlow:
+        if qp in self._set:
+            return self._set[qp]
+        got = self._planned(qp)
+        if got is None:
+            raise KeyError(qp)
+        return got[0].subflow(got[1])
+
+    def __setitem__(self, qp: int, sub: ethereal.SubFlow) -> None:
+        self._set[qp] = sub
+
+    def __iter__(self):
+        for first, plan in zip(self._first, self._plans, strict=True):
+            yield from range(first, first + len(plan))
+        yield from (qp for qp in self._set if self._planned(qp) is None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

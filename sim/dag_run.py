@@ -26,7 +26,7 @@ from controller.multicast import MulticastPlanner
 from fabricmodel.ethereal import Flow
 from fabricmodel.topology import Topology
 from sim.collective import Policy
-from sim.fabric import LinkSpec, SimFabric, Transport, ip_int, ns3
+from sim.fabric import LinkSpec, SimFabric, Transport, ip_int
 from sim.workloads import steps as make_steps
 from workloads import hierarchy
 from workloads.dag import COLLECTIVE, COMPUTE, SEND, Op, Workload
@@ -81,7 +81,7 @@ class DagRun:
         e.on_timer, e.on_timeout = self._timer, self._timeout
         self.nets: dict[int, _Net] = {}
         self.timers: dict[int, object] = {}
-        self.tid, self.clock = 0, ns3().Simulator
+        self.tid = 0
         self.colls: dict[tuple, _Collective] = {}
         self.p2p: dict[tuple, dict] = defaultdict(dict)
         self.finish_at = [0.0] * wl.n
@@ -95,7 +95,7 @@ class DagRun:
 
     # ---- the clock and the engine's callbacks -------------------------------------------------
     def now(self) -> float:
-        return self.clock.Now().GetSeconds()
+        return float(self.fab.engine.now_s())
 
     def at(self, delay: float, fn) -> None:
         self.tid += 1

@@ -1,8 +1,12 @@
-// The per-packet half of the simulator, compiled into ns-3 at run time by cppyy.
+// The per-packet half of the simulator, compiled by cppyy at run time after a prelude of the
+// RoCEv2 numbers it shares with the project (sim/fabric.py: PRELUDE, from fabricmodel/rocev2.py).
 //
-// Switches (leaf/spine/agg/core) forward on ns-3 PointToPointNetDevices: a pin entry if one
-// matches, else crc32 over the 5-tuple modulo the ECMP group (as p4src/fabric.p4), multicast
-// replication along a tree, in-network aggregation (NetReduce), ECN marking at egress. Hosts run
+// Events run on ns-3's simulator. Links are modelled here as ns-3's PointToPointNetDevice and
+// channel behave (a FIFO per sending port, a busy line, a propagation delay; the same events in
+// the same order), on packets that are a pooled header record and a payload size.
+// Switches (leaf/spine/agg/core) forward a packet by a pin entry if one matches, else crc32 over
+// the 5-tuple modulo the ECMP group (as p4src/fabric.p4); they replicate multicast along a
+// tree, aggregate in-network (NetReduce) and mark ECN at egress. Hosts run
 // a RoCE-like reliable connection per queue pair (QP): per-QP UDP source port (the ECMP
 // entropy), a window, DCQCN-like rate control driven by ECN echoes, retransmission on timeout
 // only, and a receiver that places out-of-order packets by PSN (no NAK at a gap). The entropy
@@ -19,56 +23,35 @@
 #include <deque>
 #include <functional>
 #include <random>
-#include <map>
-#include <tuple>
 #include <unordered_map>
-#include <unordered_set>
+#include <string>
 #include <vector>
 
-namespace mlsim {
+// No fused multiply-add: the same results on every CPU and compiler.
+#pragma clang fp contract(off)
 
-using ns3::Ptr;
+namespace mlsim {
 
 enum Flags : uint8_t { ACK = 1, CE = 2, ECE = 4, MCAST = 8, AGG = 16 };
 enum Mode : int { ECMP = 0, SPRAY = 1, REPS = 2, PINNED = 3 };
 
-constexpr uint32_t HEADER_BYTES = 56;  // Eth 14 + IPv4 20 + UDP 8 + BTH 12 (+ PPP 2 = RoCEv2's 58)
-constexpr uint32_t ACK_PAYLOAD = 8;    // AETH 4 + ICRC 4
 constexpr int MAX_HOPS = 6;
 
 // ---- the wire format: the fields of Eth/IPv4/UDP/BTH the fabric looks at -----------------
-class RoceHeader : public ns3::Header {
- public:
+// A packet is this record and a payload size, taken from a pool and returned to it when the
+// packet is consumed: nothing is serialized, copied or allocated per packet.
+struct RoceHeader {
   uint32_t src = 0, dst = 0;           // IPv4 addresses
-  uint16_t sport = 0, dport = 4791;
-  uint8_t proto = 17, flags = 0, nhops = 0;
+  uint16_t sport = 0, dport = ROCEV2_PORT;
+  uint8_t proto = UDP, flags = 0, nhops = 0;
   uint32_t qp = 0, psn = 0;
   uint16_t ev = 0;                     // ACK: the source port of the packet it acknowledges
   uint16_t hops[MAX_HOPS] = {0};       // ingress ports on the way: the ACK retraces them
+};
 
-  static ns3::TypeId GetTypeId() {
-    static ns3::TypeId tid = ns3::TypeId("mlsim::RoceHeader")
-                                 .SetParent<ns3::Header>()
-                                 .AddConstructor<RoceHeader>();
-    return tid;
-  }
-  ns3::TypeId GetInstanceTypeId() const override { return GetTypeId(); }
-  uint32_t GetSerializedSize() const override { return HEADER_BYTES; }
-  void Serialize(ns3::Buffer::Iterator i) const override {
-    i.WriteU32(src); i.WriteU32(dst); i.WriteU16(sport); i.WriteU16(dport);
-    i.WriteU8(proto); i.WriteU8(flags); i.WriteU8(nhops);
-    i.WriteU32(qp); i.WriteU32(psn); i.WriteU16(ev);
-    for (int k = 0; k < MAX_HOPS; k++) i.WriteU16(hops[k]);
-    i.WriteU8(0, HEADER_BYTES - 35 - 2 * MAX_HOPS);
-  }
-  uint32_t Deserialize(ns3::Buffer::Iterator i) override {
-    src = i.ReadU32(); dst = i.ReadU32(); sport = i.ReadU16(); dport = i.ReadU16();
-    proto = i.ReadU8(); flags = i.ReadU8(); nhops = i.ReadU8();
-    qp = i.ReadU32(); psn = i.ReadU32(); ev = i.ReadU16();
-    for (int k = 0; k < MAX_HOPS; k++) hops[k] = i.ReadU16();
-    return HEADER_BYTES;
-  }
-  void Print(std::ostream& os) const override { os << "qp=" << qp << " psn=" << psn; }
+struct Packet {
+  RoceHeader h;
+  uint32_t size = 0;                   // payload bytes; WIRE_HEADER more are on the wire
 };
 
 // Reflected CRC-32 (IEEE), what v1model's HashAlgorithm.crc32 and zlib.crc32 compute.
@@ -98,7 +81,34 @@ inline uint32_t ecmp_hash(uint32_t src, uint32_t dst, uint8_t proto, uint16_t sp
   return crc32(k, 13);
 }
 
-using PinKey = std::tuple<uint32_t, uint32_t, uint16_t>;   // src, dst, sport (UDP to 4791)
+// A pin entry's match: src, dst, sport (UDP to ROCEV2_PORT).
+struct PinKey {
+  uint32_t src, dst;
+  uint16_t sport;
+  bool operator==(const PinKey& o) const { return src == o.src && dst == o.dst && sport == o.sport; }
+};
+struct PinHash {
+  size_t operator()(const PinKey& k) const {
+    return std::hash<uint64_t>()((uint64_t(k.src) << 32 | k.dst) * 0x9E3779B97F4A7C15ULL ^ k.sport);
+  }
+};
+
+// A FIFO on a vector (std::deque allocates about 600 bytes as soon as it exists; a QP has two
+// and a 1,024-host all-to-all a million QPs).
+template <typename T>
+struct Fifo {
+  std::vector<T> v;
+  size_t head = 0;
+  bool empty() const { return head == v.size(); }
+  size_t size() const { return v.size() - head; }
+  T front() const { return v[head]; }
+  void push_back(T x) { v.push_back(x); }
+  void pop_front() {
+    if (++head == v.size()) { v.clear(); head = 0; }
+    else if (head >= 64 && head * 2 >= v.size()) { v.erase(v.begin(), v.begin() + head); head = 0; }
+  }
+  void remove(T x) { v.erase(std::remove(v.begin() + head, v.end(), x), v.end()); }
+};
 
 struct Qp {
   // identity
@@ -111,13 +121,13 @@ struct Qp {
   std::vector<uint8_t> acked, lost;
   std::vector<double> sent_at;
   std::vector<uint16_t> sent_ev;
-  std::deque<uint32_t> retx;
+  Fifo<uint32_t> retx;
   double next_send = 0, rate = 0, target = 0, alpha = 1, last_cut = -1;
   int increase_rounds = 0;
   bool timer_armed = false, done = false, cc_armed = false;
   uint32_t timeouts = 0, retransmitted = 0;
   // REPS
-  std::deque<uint16_t> cache;
+  Fifo<uint16_t> cache;
   uint32_t explored = 0;
   uint16_t explore_base = 0;
   // receiver
@@ -155,43 +165,44 @@ class Fabric {
   std::function<void(int)> on_timeout;             // Ethereal re-pick (qp id)
   std::function<void(int)> on_timer;               // a timer Python set (its id)
 
-  void add_node(Ptr<ns3::Node> node, bool is_host, uint32_t ip) {
-    int idx = nodes_.size();
-    nodes_.push_back(node);
+  // Every link has this rate (an ns-3 DataRate string, "400000000000bps"), propagation delay
+  // (an ns-3 Time string, "500ns") and queue limit in packets.
+  void set_links(const std::string& rate, const std::string& delay, uint32_t queue_packets) {
+    rate_ = ns3::DataRate(rate);
+    delay_ = ns3::Time(delay).GetTimeStep();
+    queue_limit_ = queue_packets;
+    tx_ticks_.clear();
+  }
+  int add_node(bool is_host, uint32_t ip) {
+    int idx = is_host_.size();
     is_host_.push_back(is_host);
     ports_.emplace_back();
-    port_of_if_.emplace_back();
     groups_.emplace_back();
+    pins_.emplace_back();
     host_port_.emplace_back();
     node_ip_.push_back(ip);
     nic_.emplace_back();
-    node->RegisterProtocolHandler(
-        ns3::MakeCallback(&Fabric::receive, this).Bind(idx), 0, nullptr, false);
+    return idx;
   }
-  // The callback binding above puts the node index first.
-  void receive(int node, Ptr<ns3::NetDevice> dev, Ptr<const ns3::Packet> p, uint16_t,
-               const ns3::Address&, const ns3::Address&, ns3::NetDevice::PacketType) {
-    int port = port_of_if_[node][dev->GetIfIndex()];
-    if (is_host_[node]) host_receive(node, p->Copy());
-    else switch_receive(node, port, p->Copy());
+  // A full-duplex cable between (a, a_port) and (b, b_port).
+  void connect(int a, int a_port, int b, int b_port) {
+    int pa = new_port(a, a_port), pb = new_port(b, b_port);
+    links_[pa].peer = pb;
+    links_[pb].peer = pa;
   }
-  void set_port(int node, int port, Ptr<ns3::NetDevice> dev) {
-    if ((int)ports_[node].size() <= port) ports_[node].resize(port + 1);
-    ports_[node][port] = dev;
-    auto& m = port_of_if_[node];
-    if (m.size() <= dev->GetIfIndex()) m.resize(dev->GetIfIndex() + 1, -1);
-    m[dev->GetIfIndex()] = port;
-    tx_bytes_[key(node, port)] = 0;
+  void set_group(int sw, int dst_leaf, std::vector<int> ports) {
+    auto& g = groups_[sw];
+    if ((int)g.size() <= dst_leaf) g.resize(dst_leaf + 1);
+    g[dst_leaf] = ports;
   }
-  void set_group(int sw, int dst_leaf, std::vector<int> ports) { groups_[sw][dst_leaf] = ports; }
   void set_host_port(int leaf, uint32_t ip, int port) { host_port_[leaf][ip] = port; }
   void add_pin(int sw, uint32_t src, uint32_t dst, uint16_t sport, int port) {
-    pins_[sw][PinKey(src, dst, sport)] = port;
+    pins_[sw][PinKey{src, dst, sport}] = port;
   }
-  void fail_port(int node, int port) { failed_.insert(key(node, port)); }
+  void fail_port(int node, int port) { links_[ports_[node][port]].failed = true; }
   // A collective: its ranks are host node indices; each gets its steps, then is started.
   int add_job() {
-    size_t n = nodes_.size();
+    size_t n = is_host_.size();
     jobs_.push_back({std::vector<std::vector<StepState>>(n), std::vector<int>(n, -1),
                      std::vector<double>(n, -1)});
     return jobs_.size() - 1;
@@ -203,9 +214,7 @@ class Fabric {
   }
   void start_rank(int job, int rank) { advance(job, rank); }
   // Python's clock: on_timer(id) runs `delay` seconds from now (compute, intra-host copies).
-  void timer(double delay, int id) {
-    ns3::Simulator::Schedule(ns3::Seconds(delay), &Fabric::fire, this, id);
-  }
+  void timer(double delay, int id) { schedule(ns3::Seconds(delay), TIMER, id); }
   void seed(uint32_t s) { rng_.seed(s); }
 
   // ---- the collective ------------------------------------------------------------------
@@ -221,16 +230,45 @@ class Fabric {
     q.got.assign(q.npkts, 0);
     q.rate = q.target = line_bps;
     q.started = now();
-    q.explore_base = 0xC000 | (rng_() & 0x3FFF);
+    q.explore_base = SPORT_MIN | (rng_() & SPORT_MASK);
     qps_.push_back(std::move(q));
     jobs_[job].steps[src][step].sending++;
     nic_[src].active.push_back(q.id);
     wake(src);
     return q.id;
   }
+  // add_qp for each (dsts[i], bytes[i], sports[i], modes[i] or modes[0]) in turn: one call from
+  // Python per rank step.
+  void add_qps(int job, int src, int step, const std::vector<int>& dsts,
+               const std::vector<uint64_t>& bytes, uint32_t mtu,
+               const std::vector<uint16_t>& sports, const std::vector<int>& modes) {
+    for (size_t i = 0; i < dsts.size(); i++)
+      add_qp(job, src, dsts[i], step, bytes[i], mtu, sports[i],
+             modes.size() == 1 ? modes[0] : modes[i]);
+  }
   void repath(int qp, uint16_t sport) {       // Ethereal's re-pick, decided in Python
     qps_[qp].sport = sport;
   }
+
+  // Runs events until none is left or, if until_s >= 0, until that much simulated time has
+  // passed; returns the simulated time then (as ns-3's Simulator::Stop and Run).
+  double run(double until_s) {
+    if (until_s >= 0) schedule(ns3::Seconds(until_s), STOP, 0);
+    while (!events_.empty()) {
+      std::pop_heap(events_.begin(), events_.end(), Later());
+      Event ev = events_.back();
+      events_.pop_back();
+      now_ = ev.ts;
+      event_count_++;
+      if (ev.kind == STOP) break;
+      dispatch(ev);
+    }
+    return now();
+  }
+  uint64_t events() const { return event_count_; }
+  double now_s() const { return now(); }          // the simulated time, in seconds
+  // Drops the Python callbacks (they hold the run that holds this engine: a cycle).
+  void release() { on_arrive = nullptr; on_done = nullptr; on_timeout = nullptr; on_timer = nullptr; }
 
   // ---- results -------------------------------------------------------------------------
   double rank_done(int job, int r) const { return jobs_[job].done_at[r]; }
@@ -238,8 +276,8 @@ class Fabric {
   double qp_started(int q) const { return qps_[q].started; }
   double qp_finished(int q) const { return qps_[q].finished; }
   uint64_t qp_received(int q) const { return uint64_t(qps_[q].got_count); }
-  uint64_t tx(int node, int port) const { auto it = tx_bytes_.find(key(node, port)); return it == tx_bytes_.end() ? 0 : it->second; }
-  uint64_t tx_data(int node, int port) const { auto it = tx_data_.find(key(node, port)); return it == tx_data_.end() ? 0 : it->second; }
+  uint64_t tx(int node, int port) const { const Link* l = link(node, port); return l ? l->tx_bytes : 0; }
+  uint64_t tx_data(int node, int port) const { const Link* l = link(node, port); return l ? l->tx_data : 0; }
   uint64_t dropped = 0, marked = 0, timeouts = 0, retransmitted = 0, packets_sent = 0;
   uint64_t duplicates = 0, mcast_copies = 0, agg_results = 0;
   uint32_t max_queue_bytes = 0;
@@ -257,7 +295,7 @@ class Fabric {
     q.id = qps_.size(); q.job = job; q.src = host; q.dst = host; q.step = step;
     q.bytes = bytes; q.mtu = mtu; q.npkts = (bytes + mtu - 1) / mtu;
     q.raw_dst = dst_ip; q.raw_flags = flags;
-    q.sport = 0xC000 | (host & 0x3FFF);
+    q.sport = SPORT_MIN | (host & SPORT_MASK);
     q.rate = q.target = std::min(line_bps, rate_bps);
     q.started = now();
     qps_.push_back(std::move(q));
@@ -268,11 +306,11 @@ class Fabric {
   // paper's multicast sends without NACKs; loss repair is not modelled here).
   void mcast_send(int host, uint32_t group, uint64_t bytes, uint32_t mtu, double at) {
     uint32_t n = (bytes + mtu - 1) / mtu;
-    double gap = (HEADER_BYTES + 2 + mtu) * 8.0 / line_bps;
+    double gap = (WIRE_HEADER + mtu) * 8.0 / line_bps;
     for (uint32_t i = 0; i < n; i++) {
       uint32_t size = std::min<uint64_t>(mtu, bytes - uint64_t(i) * mtu);
-      ns3::Simulator::Schedule(ns3::Seconds(at + i * gap), &Fabric::mcast_emit, this, host,
-                               group, i, size);
+      emits_.push_back({host, group, i, size});
+      schedule(ns3::Seconds(at + i * gap), MCAST_EMIT, 0, emits_.size() - 1);
     }
   }
   uint64_t host_rx_bytes(int host) const { return host_rx_[host]; }
@@ -283,11 +321,11 @@ class Fabric {
   // Worker `host` sends its `bytes` of gradient to the aggregator address, paced at line rate.
   void agg_send(int host, uint32_t agg_ip, uint64_t bytes, uint32_t mtu, double at) {
     uint32_t n = (bytes + mtu - 1) / mtu;
-    double gap = (HEADER_BYTES + 2 + mtu) * 8.0 / line_bps;
+    double gap = (WIRE_HEADER + mtu) * 8.0 / line_bps;
     for (uint32_t i = 0; i < n; i++) {
       uint32_t size = std::min<uint64_t>(mtu, bytes - uint64_t(i) * mtu);
-      ns3::Simulator::Schedule(ns3::Seconds(at + i * gap), &Fabric::agg_emit, this, host,
-                               agg_ip, i, size);
+      emits_.push_back({host, agg_ip, i, size});
+      schedule(ns3::Seconds(at + i * gap), AGG_EMIT, 0, emits_.size() - 1);
     }
   }
   double last_rx_at() const { return last_rx_at_; }
@@ -312,43 +350,150 @@ class Fabric {
     double busy_until = 0;         // the NIC's line is busy until then
     bool pending = false;
     double pending_at = 0;
-    ns3::EventId ev;
+    uint64_t ev = 0;               // the uid of the pending pump (others were cancelled)
+  };
+  // One direction of a cable: the sending port's FIFO and line, as ns-3's PointToPointNetDevice
+  // (a packet starts when the line is free, the line is busy for its wire time, it arrives
+  // `delay_` after its last bit), with the same two events per packet scheduled in the same
+  // order: so the same simulated results, without Packet, PPP header, tags or trace sources.
+  struct Link {
+    int node = -1, port = -1, peer = -1;     // peer: the Link of the other end
+    bool failed = false, busy = false;
+    std::deque<uint32_t> queue;              // waiting packets (not the one on the line)
+    uint32_t queue_bytes = 0;                // their wire bytes
+    uint64_t tx_bytes = 0, tx_data = 0;      // wire bytes sent, payload bytes sent
   };
 
-  static uint64_t key(int node, int port) { return uint64_t(node) << 32 | uint32_t(port); }
-  static double now() { return ns3::Simulator::Now().GetSeconds(); }
+  double now() const { return ns3::TimeStep(now_).GetSeconds(); }
+  // ---- events: ns-3's order (timestamp, then the order they were scheduled in) -------------
+  enum Kind : uint8_t { TX_DONE, DELIVER, PUMP, ADVANCE, CC_TICK, TIMEOUT, MCAST_EMIT, AGG_EMIT,
+                        TIMER, STOP };
+  struct Event {
+    int64_t ts;                      // picoseconds (ns-3's time steps at resolution PS)
+    uint64_t uid;
+    int32_t a;
+    uint32_t b;
+    Kind kind;
+  };
+  struct Later {
+    bool operator()(const Event& x, const Event& y) const {
+      return x.ts > y.ts || (x.ts == y.ts && x.uid > y.uid);
+    }
+  };
+  uint64_t schedule_ticks(int64_t delay, Kind kind, int32_t a, uint32_t b = 0) {
+    events_.push_back({now_ + delay, next_uid_, a, b, kind});
+    std::push_heap(events_.begin(), events_.end(), Later());
+    return next_uid_++;
+  }
+  uint64_t schedule(const ns3::Time& delay, Kind kind, int32_t a, uint32_t b = 0) {
+    return schedule_ticks(delay.GetTimeStep(), kind, a, b);
+  }
+  void dispatch(const Event& ev) {
+    switch (ev.kind) {
+      case TX_DONE: return transmit_complete(ev.a);
+      case DELIVER: return deliver(ev.a, ev.b);
+      case PUMP:
+        if (nic_[ev.a].pending && nic_[ev.a].ev == ev.uid) pump(ev.a);
+        return;
+      case ADVANCE: return advance(ev.b, ev.a);
+      case CC_TICK: return cc_tick(ev.a);
+      case TIMEOUT: return check_timeout(ev.a);
+      case MCAST_EMIT: { const Emit& m = emits_[ev.b]; return mcast_emit(m.host, m.dst, m.psn, m.size); }
+      case AGG_EMIT: { const Emit& m = emits_[ev.b]; return agg_emit(m.host, m.dst, m.psn, m.size); }
+      case TIMER: if (on_timer) on_timer(ev.a); return;
+      case STOP: return;
+    }
+  }
+
   static int leaf_of(uint32_t ip) { return (ip >> 8) & 0xFFFF; }   // 10.<l/256>.<l%256>.h
 
-  void send_on(int node, int port, Ptr<ns3::Packet> p, bool data) {
-    Ptr<ns3::NetDevice> dev = ports_[node][port];
-    uint64_t k = key(node, port);
-    if (failed_.count(k)) { dropped++; return; }
-    tx_bytes_[k] += p->GetSize();
-    if (data) tx_data_[k] += p->GetSize() - HEADER_BYTES;
-    dev->Send(p, dev->GetBroadcast(), 0x0800);
+  int new_port(int node, int port) {
+    if ((int)ports_[node].size() <= port) ports_[node].resize(port + 1, -1);
+    int id = links_.size();
+    links_.emplace_back();
+    links_[id].node = node; links_[id].port = port;
+    ports_[node][port] = id;
+    return id;
+  }
+  const Link* link(int node, int port) const {
+    if (node < 0 || node >= (int)ports_.size() || port < 0 || port >= (int)ports_[node].size() ||
+        ports_[node][port] < 0)
+      return nullptr;
+    return &links_[ports_[node][port]];
   }
 
-  uint32_t queue_bytes(int node, int port) {
-    auto dev = ns3::DynamicCast<ns3::PointToPointNetDevice>(ports_[node][port]);
-    return dev->GetQueue()->GetNBytes();
+  // ---- packets and links -----------------------------------------------------------------
+  uint32_t new_packet(const RoceHeader& h, uint32_t size) {
+    uint32_t id;
+    if (free_.empty()) { id = pool_.size(); pool_.emplace_back(); }
+    else { id = free_.back(); free_.pop_back(); }
+    pool_[id].h = h; pool_[id].size = size;
+    return id;
   }
+  void free_packet(uint32_t id) { free_.push_back(id); }
+
+  // ns-3's DataRate::CalculateBytesTxTime, once per packet size.
+  int64_t tx_ticks(uint32_t wire) {
+    if (wire >= tx_ticks_.size()) tx_ticks_.resize(wire + 1, -1);
+    if (tx_ticks_[wire] < 0) tx_ticks_[wire] = rate_.CalculateBytesTxTime(wire).GetTimeStep();
+    return tx_ticks_[wire];
+  }
+
+  void send_on(int node, int port, uint32_t p, bool data) {
+    Link& l = links_[ports_[node][port]];
+    if (l.failed) { dropped++; free_packet(p); return; }
+    uint32_t wire = WIRE_HEADER + pool_[p].size;
+    l.tx_bytes += wire;
+    if (data) l.tx_data += pool_[p].size;
+    if (!l.busy) return transmit_start(l, p);
+    if (l.queue.size() >= queue_limit_) { free_packet(p); return; }   // drop-tail
+    l.queue.push_back(p);
+    l.queue_bytes += wire;
+  }
+
+  // As PointToPointNetDevice::TransmitStart: first the end of transmission, then the arrival.
+  void transmit_start(Link& l, uint32_t p) {
+    l.busy = true;
+    int64_t tx = tx_ticks(WIRE_HEADER + pool_[p].size);
+    int id = &l - links_.data();
+    schedule_ticks(tx, TX_DONE, id);
+    schedule_ticks(tx + delay_, DELIVER, l.peer, p);
+  }
+
+  void transmit_complete(int id) {
+    Link& l = links_[id];
+    l.busy = false;
+    if (l.queue.empty()) return;
+    uint32_t p = l.queue.front();
+    l.queue.pop_front();
+    l.queue_bytes -= WIRE_HEADER + pool_[p].size;
+    transmit_start(l, p);
+  }
+
+  void deliver(int id, uint32_t p) {
+    const Link& l = links_[id];
+    if (is_host_[l.node]) host_receive(l.node, p);
+    else switch_receive(l.node, l.port, p);
+  }
+
+  uint32_t queue_bytes(int node, int port) { return links_[ports_[node][port]].queue_bytes; }
 
   // ---- switch ----------------------------------------------------------------------------
-  void switch_receive(int sw, int in_port, Ptr<ns3::Packet> p) {
-    RoceHeader h;
-    p->RemoveHeader(h);
+  void switch_receive(int sw, int in_port, uint32_t p) {
+    RoceHeader& h = pool_[p].h;
     if (h.flags & MCAST) return switch_mcast(sw, in_port, p, h);
     if (h.flags & ACK) {             // retrace the data packet's path
       int port = h.hops[--h.nhops];
-      p->AddHeader(h);
       return send_on(sw, port, p, false);
     }
-    auto agg = agg_.find(h.dst);
-    if (agg != agg_.end() && agg->second.sw == sw) return switch_aggregate(sw, p, h, agg->second);
+    if (!agg_.empty()) {
+      auto agg = agg_.find(h.dst);
+      if (agg != agg_.end() && agg->second.sw == sw) return switch_aggregate(sw, p, h, agg->second);
+    }
     if (h.nhops < MAX_HOPS) h.hops[h.nhops++] = in_port;
     int port = route(sw, h);
-    if (port < 0) { dropped++; return; }
-    if (p->GetSize() > 0) {
+    if (port < 0) { dropped++; free_packet(p); return; }
+    if (pool_[p].size > 0) {
       uint32_t q = queue_bytes(sw, port);
       max_queue_bytes = std::max(max_queue_bytes, q);
       if (q > ecn_kmin) {
@@ -356,7 +501,6 @@ class Fabric {
         if (uni_(rng_) < pr) { h.flags |= CE; marked++; }
       }
     }
-    p->AddHeader(h);
     send_on(sw, port, p, true);
   }
 
@@ -365,35 +509,36 @@ class Fabric {
     auto& hp = host_port_[sw];
     auto direct = hp.find(h.dst);
     if (direct != hp.end()) return direct->second;
-    auto g = groups_[sw].find(dl);
-    if (g == groups_[sw].end() || g->second.empty()) return -1;
-    auto pt = pins_.find(sw);
-    if (pt != pins_.end()) {
-      auto e = pt->second.find(PinKey(h.src, h.dst, h.sport));
-      if (e != pt->second.end()) return e->second;
+    if (dl >= (int)groups_[sw].size() || groups_[sw][dl].empty()) return -1;
+    const auto& pins = pins_[sw];
+    if (!pins.empty()) {
+      auto e = pins.find(PinKey{h.src, h.dst, h.sport});
+      if (e != pins.end()) return e->second;
     }
-    const auto& ports = g->second;
+    const auto& ports = groups_[sw][dl];
     if (ports.size() == 1) return ports[0];
     return ports[ecmp_hash(h.src, h.dst, h.proto, h.sport, h.dport) % ports.size()];
   }
 
-  void switch_mcast(int sw, int in_port, Ptr<ns3::Packet> p, RoceHeader& h) {
+  // `h` is the header the copies carry (p's own, or an aggregation result's).
+  void switch_mcast(int sw, int in_port, uint32_t p, RoceHeader h) {
+    uint32_t size = pool_[p].size;
+    free_packet(p);
     auto t = mcast_.find(h.dst);
     if (t == mcast_.end()) { dropped++; return; }
     auto ps = t->second.ports.find(sw);
     if (ps == t->second.ports.end()) { dropped++; return; }
-    p->AddHeader(h);
     for (int port : ps->second) {
       if (port == in_port) continue;   // the data plane prunes the ingress port
       mcast_copies++;
-      send_on(sw, port, p->Copy(), true);
+      send_on(sw, port, new_packet(h, size), true);
     }
   }
 
-  void switch_aggregate(int sw, Ptr<ns3::Packet> p, RoceHeader& h, AggJob& job) {
+  void switch_aggregate(int sw, uint32_t p, RoceHeader& h, AggJob& job) {
     uint64_t chunk = uint64_t(h.qp) << 32 | h.psn;   // h.qp: the collective's job + 1
     int& n = job.arrived[chunk];
-    if (++n < job.workers) return;   // the sum waits for every worker's chunk
+    if (++n < job.workers) { free_packet(p); return; }   // the sum waits for every worker's chunk
     job.arrived.erase(chunk);
     agg_results++;
     RoceHeader r = h;
@@ -404,33 +549,31 @@ class Fabric {
     switch_mcast(sw, -1, p, r);
   }
 
+  struct Emit { int host; uint32_t dst, psn, size; };
   void mcast_emit(int host, uint32_t group, uint32_t psn, uint32_t size) {
     RoceHeader h;
     h.src = node_ip_[host]; h.dst = group; h.psn = psn; h.flags = MCAST;
-    auto p = ns3::Create<ns3::Packet>(size);
-    p->AddHeader(h);
     packets_sent++;
-    send_on(host, 0, p, true);
+    send_on(host, 0, new_packet(h, size), true);
   }
   void agg_emit(int host, uint32_t agg_ip, uint32_t psn, uint32_t size) {
     RoceHeader h;
     h.src = node_ip_[host]; h.dst = agg_ip; h.psn = psn;
-    h.sport = 0xC000 | (host & 0x3FFF);
-    auto p = ns3::Create<ns3::Packet>(size);
-    p->AddHeader(h);
+    h.sport = SPORT_MIN | (host & SPORT_MASK);
     packets_sent++;
-    send_on(host, 0, p, true);
+    send_on(host, 0, new_packet(h, size), true);
   }
 
   // ---- host: receiver ------------------------------------------------------------------
-  void host_receive(int host, Ptr<ns3::Packet> p) {
-    RoceHeader h;
-    p->RemoveHeader(h);
+  void host_receive(int host, uint32_t p) {
+    const RoceHeader h = pool_[p].h;
+    uint32_t size = pool_[p].size;
+    free_packet(p);
     if (h.flags & MCAST) {
-      if (host_rx_.size() < nodes_.size()) host_rx_.resize(nodes_.size(), 0);
-      host_rx_[host] += p->GetSize();
+      if (host_rx_.size() < is_host_.size()) host_rx_.resize(is_host_.size(), 0);
+      host_rx_[host] += size;
       last_rx_at_ = now();
-      if (h.qp > 0) credit(h.qp - 1, host, h.ev, p->GetSize());
+      if (h.qp > 0) credit(h.qp - 1, host, h.ev, size);
       return;
     }
     if (h.flags & ACK) return sender_ack(h);
@@ -443,14 +586,12 @@ class Fabric {
     if (!q.got[h.psn]) {             // placed by PSN, whatever arrived before it
       q.got[h.psn] = 1;
       q.got_count++;
-      credit(q.job, q.dst, q.step, p->GetSize());
+      credit(q.job, q.dst, q.step, size);
     } else {
       duplicates++;
     }
-    auto ack = ns3::Create<ns3::Packet>(ACK_PAYLOAD);
-    ack->AddHeader(a);
     // the host's own link is the first hop back; the rest of the route is in `hops`
-    send_on(host, 0, ack, false);
+    send_on(host, 0, new_packet(a, ACK_PAYLOAD), false);
   }
 
   void credit(int job, int rank, int step, uint32_t bytes) {
@@ -458,10 +599,8 @@ class Fabric {
     auto& st = jobs_[job].steps[rank][step];
     st.received += bytes;
     if (st.received >= st.expect && jobs_[job].cur[rank] == step)
-      ns3::Simulator::ScheduleNow(&Fabric::advance, this, job, rank);
+      schedule_ticks(0, ADVANCE, rank, job);
   }
-
-  void fire(int id) { if (on_timer) on_timer(id); }
 
   // ---- host: sender ----------------------------------------------------------------------
   void sender_ack(const RoceHeader& h) {
@@ -490,7 +629,7 @@ class Fabric {
     q.increase_rounds = 0;
     if (!q.cc_armed) {
       q.cc_armed = true;
-      ns3::Simulator::Schedule(ns3::Seconds(cc_period), &Fabric::cc_tick, this, q.id);
+      schedule(ns3::Seconds(cc_period), CC_TICK, q.id);
     }
   }
 
@@ -503,16 +642,16 @@ class Fabric {
     if (++q.increase_rounds > 5) q.target = std::min(line_bps, q.target + line_bps * ai_frac);
     q.rate = std::min(line_bps, (q.rate + q.target) / 2);
     if (q.rate >= line_bps && q.alpha < 1e-3) { q.cc_armed = false; return; }
-    ns3::Simulator::Schedule(ns3::Seconds(cc_period), &Fabric::cc_tick, this, id);
+    schedule(ns3::Seconds(cc_period), CC_TICK, id);
   }
 
   uint16_t pick_ev(Qp& q) {
     switch (q.mode) {
-      case SPRAY: return 0xC000 | (rng_() & 0x3FFF);
+      case SPRAY: return SPORT_MIN | (rng_() & SPORT_MASK);
       case REPS:
-        if (q.explored < window) return 0xC000 | ((q.explore_base + q.explored++) & 0x3FFF);
+        if (q.explored < window) return SPORT_MIN | ((q.explore_base + q.explored++) & SPORT_MASK);
         if (!q.cache.empty()) { uint16_t ev = q.cache.front(); q.cache.pop_front(); return ev; }
-        return 0xC000 | (rng_() & 0x3FFF);
+        return SPORT_MIN | (rng_() & SPORT_MASK);
       default: return q.sport;
     }
   }
@@ -536,7 +675,7 @@ class Fabric {
         n.rr = (i + 1) % m;
         uint32_t size = transmit(host, q);
         if (size == 0) continue;
-        n.busy_until = t + (HEADER_BYTES + 2 + size) * 8.0 / line_bps;
+        n.busy_until = t + (WIRE_HEADER + size) * 8.0 / line_bps;
         schedule_pump(host, n.busy_until);
         return;
       }
@@ -556,9 +695,8 @@ class Fabric {
     Nic& n = nic_[host];
     at = std::max(at, n.busy_until);
     if (n.pending && n.pending_at <= at) return;
-    if (n.pending) n.ev.Cancel();
-    n.pending = true; n.pending_at = at;
-    n.ev = ns3::Simulator::Schedule(ns3::Seconds(std::max(0.0, at - now())), &Fabric::pump, this, host);
+    n.pending = true; n.pending_at = at;   // a pump scheduled before is cancelled by this one
+    n.ev = schedule(ns3::Seconds(std::max(0.0, at - now())), PUMP, host);
   }
 
   uint32_t transmit(int host, Qp& q) {
@@ -581,14 +719,12 @@ class Fabric {
     q.sent_ev[psn] = h.sport;
     q.sent_at[psn] = now();
     q.inflight++;
-    auto p = ns3::Create<ns3::Packet>(size);
-    p->AddHeader(h);
     packets_sent++;
-    q.next_send = now() + (HEADER_BYTES + 2 + size) * 8.0 / q.rate;
-    send_on(host, 0, p, true);
+    q.next_send = now() + (WIRE_HEADER + size) * 8.0 / q.rate;
+    send_on(host, 0, new_packet(h, size), true);
     if (!q.timer_armed) {
       q.timer_armed = true;
-      ns3::Simulator::Schedule(ns3::Seconds(rto), &Fabric::check_timeout, this, q.id);
+      schedule(ns3::Seconds(rto), TIMEOUT, q.id);
     }
     return size;
   }
@@ -600,11 +736,9 @@ class Fabric {
     RoceHeader h;
     h.src = node_ip_[host]; h.dst = q.raw_dst; h.psn = psn; h.flags = q.raw_flags;
     h.sport = q.sport; h.qp = q.job + 1; h.ev = q.step;
-    auto p = ns3::Create<ns3::Packet>(size);
-    p->AddHeader(h);
     packets_sent++;
-    q.next_send = now() + (HEADER_BYTES + 2 + size) * 8.0 / q.rate;
-    send_on(host, 0, p, true);
+    q.next_send = now() + (WIRE_HEADER + size) * 8.0 / q.rate;
+    send_on(host, 0, new_packet(h, size), true);
     if (q.next_new == q.npkts) { q.done = true; q.finished = now(); }
     return size;
   }
@@ -624,7 +758,7 @@ class Fabric {
         fired = true;
         if (q.mode == REPS) {        // a timeout evicts the entropy that led into it
           uint16_t ev = q.sent_ev[psn];
-          q.cache.erase(std::remove(q.cache.begin(), q.cache.end(), ev), q.cache.end());
+          q.cache.remove(ev);
         }
       } else if (oldest < 0 || q.sent_at[psn] < oldest) {
         oldest = q.sent_at[psn];
@@ -632,14 +766,14 @@ class Fabric {
     }
     if (fired) {
       q.timeouts++; timeouts++;
-      if (q.mode == ECMP) q.sport = 0xC000 | (rng_() & 0x3FFF);   // re-hash, as Linux's txhash rethink
+      if (q.mode == ECMP) q.sport = SPORT_MIN | (rng_() & SPORT_MASK);   // re-hash, as Linux's txhash rethink
       if (q.mode == PINNED && on_timeout) on_timeout(q.id);
       wake(q.src);
     }
     if (fired || oldest >= 0) {
       q.timer_armed = true;
       double at = fired ? rto : std::max(1e-9, oldest + rto - t);
-      ns3::Simulator::Schedule(ns3::Seconds(at), &Fabric::check_timeout, this, id);
+      schedule(ns3::Seconds(at), TIMEOUT, id);
     }
   }
 
@@ -674,17 +808,24 @@ class Fabric {
     }
   }
 
-  std::vector<Ptr<ns3::Node>> nodes_;
   std::vector<bool> is_host_;
-  std::vector<std::vector<Ptr<ns3::NetDevice>>> ports_;
-  std::vector<std::vector<int>> port_of_if_;
-  std::vector<std::unordered_map<int, std::vector<int>>> groups_;
+  std::vector<std::vector<int>> ports_;     // node, port -> index in links_
+  std::vector<Link> links_;
+  ns3::DataRate rate_{400000000000ULL};
+  int64_t delay_ = 0;
+  uint32_t queue_limit_ = 100000;
+  std::vector<int64_t> tx_ticks_;           // wire bytes -> transmission time
+  std::vector<Packet> pool_;
+  std::vector<uint32_t> free_;
+  std::vector<Event> events_;               // a binary heap, the soonest on top
+  int64_t now_ = 0;
+  uint64_t next_uid_ = 0, event_count_ = 0;
+  std::vector<Emit> emits_;
+  std::vector<std::vector<std::vector<int>>> groups_;     // switch, destination leaf -> ports
   std::vector<std::unordered_map<uint32_t, int>> host_port_;
-  std::unordered_map<int, std::map<PinKey, int>> pins_;
+  std::vector<std::unordered_map<PinKey, int, PinHash>> pins_;
   std::vector<uint32_t> node_ip_;
   std::vector<Nic> nic_;
-  std::unordered_map<uint64_t, uint64_t> tx_bytes_, tx_data_;
-  std::unordered_set<uint64_t> failed_;
   std::vector<Qp> qps_;
   std::deque<Job> jobs_;             // a deque: references stay valid as jobs are added
   std::unordered_map<uint32_t, McastTree> mcast_;

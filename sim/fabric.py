@@ -1,10 +1,12 @@
-"""A topology of the controller's model built as an ns-3 network, with the C++ engine on top.
+"""A topology of the controller's model as a simulated network: the C++ engine on ns-3's
+simulator.
 
-Nodes are ns-3 Nodes joined by PointToPointNetDevices (one per topology port, numbered as the
-topology numbers them); `engine.cpp` is compiled into the running simulator (cppyy) and
-registered as every node's protocol handler. ECMP groups come from the controller's `Routing`
-of the healthy fabric: a failed link is silent (it drops what is sent onto it) and the
-switches keep hashing onto it, the regime in which REPS and Ethereal's timeouts matter.
+`engine.cpp` is compiled into the running process (cppyy) after a prelude of the RoCEv2
+numbers it shares with the rest of the project (`fabricmodel.rocev2`, `PRELUDE`). Nodes and
+ports are numbered as the topology numbers them; each cable is two engine links that behave as
+ns-3's PointToPointNetDevice and channel (engine.cpp). ECMP groups come from the controller's
+`Routing` of the healthy fabric: a failed link is silent (it drops what is sent onto it) and
+the switches keep hashing onto it, the regime in which REPS and Ethereal's timeouts matter.
 """
 from __future__ import annotations
 
@@ -15,15 +17,31 @@ import os
 import pathlib
 from dataclasses import dataclass
 
+from fabricmodel import rocev2
 from fabricmodel.routing import Routing
 from fabricmodel.topology import HOST_PORT, Topology
 
 ENGINE = pathlib.Path(__file__).with_name("engine.cpp")
 NS3_VERSION = "44"
-NS3_MODULES = ("core", "network", "point-to-point")
-NS3_LIBRARIES = ("core", "stats", "network", "point-to-point")   # in dependency order
+NS3_MODULES = ("core", "network")
+NS3_LIBRARIES = ("core", "network")   # in dependency order
 MODES = {"ecmp": 0, "spray": 1, "reps": 2, "pinned": 3}
-HEADER_BYTES = 56 + 2            # what engine.cpp puts in front of every payload, PPP included
+HEADER_BYTES = rocev2.FRAME_OVERHEAD + rocev2.BTH_BYTES   # on the wire in front of a payload
+# An ACK's bytes after the headers: its AETH and 4 more (the model has always counted the ICRC
+# here as well as in FRAME_OVERHEAD; kept so that results stay comparable across versions).
+ACK_PAYLOAD = rocev2.AETH_BYTES + rocev2.ICRC_BYTES
+SPORT_MASK = rocev2.SPORT_MAX - rocev2.SPORT_MIN
+assert SPORT_MASK & (SPORT_MASK + 1) == 0 and rocev2.SPORT_MIN & SPORT_MASK == 0, \
+    "engine.cpp draws source ports as SPORT_MIN | (random & SPORT_MASK)"
+PRELUDE = f"""#include <cstdint>
+namespace mlsim {{
+constexpr uint32_t WIRE_HEADER = {HEADER_BYTES};
+constexpr uint32_t ACK_PAYLOAD = {ACK_PAYLOAD};
+constexpr uint16_t SPORT_MIN = {rocev2.SPORT_MIN}, SPORT_MASK = {SPORT_MASK};
+constexpr uint16_t ROCEV2_PORT = {rocev2.ROCEV2_PORT};
+constexpr uint8_t UDP = {rocev2.UDP};
+}}
+"""
 
 _ns = None
 
@@ -44,9 +62,9 @@ def _quiet_fd2():
 def ns3():
     """ns-3's C++ namespace with the engine compiled into it (once per process).
 
-    Loads only the three ns-3 modules the simulator uses (core, network, point-to-point) from
-    the ns3 wheel instead of `from ns import ns`, which parses the headers of all 40-odd
-    modules: about 9x faster to import (sim/README.md, "Cost")."""
+    Loads only the two ns-3 modules the engine uses (core: the simulator and time; network:
+    DataRate) from the ns3 wheel instead of `from ns import ns`, which parses the headers of
+    all 40-odd modules (sim/README.md, "Cost")."""
     global _ns
     if _ns is None:
         import cppyy
@@ -63,7 +81,7 @@ def ns3():
                 cppyy.load_library(f"libns3.{NS3_VERSION}-{lib}.so")
             # picoseconds: at 400 Gbps a packet takes 83 ns, and ns rounding would skew rates
             cppyy.gbl.ns3.Time.SetResolution(cppyy.gbl.ns3.Time.PS)
-            cppyy.cppdef(ENGINE.read_text())
+            cppyy.cppdef(PRELUDE + ENGINE.read_text())
         _ns = cppyy.gbl.ns3
     return _ns
 
@@ -96,16 +114,14 @@ class Transport:
 
 
 class SimFabric:
-    """One simulation: build, add QPs through `engine`, run, read counters. ns-3's simulator
-    is a process-wide singleton, so a SimFabric is used for one run and then destroyed."""
+    """One simulation: build, add QPs through `engine`, run, read counters. Each SimFabric has
+    its own engine (its own clock and events); `close` lets it be freed."""
 
     def __init__(self, topo: Topology, link: LinkSpec | None = None,
                  transport: Transport | None = None, failed: tuple[int, ...] = (),
                  seed: int = 1) -> None:
         link, transport = link or LinkSpec(), transport or Transport()
-        ns = ns3()
-        ns.Simulator.Destroy()
-        ns.RngSeedManager.SetSeed(seed)
+        ns3()
         self.topo, self.link, self.transport, self.failed = topo, link, transport, tuple(failed)
         self.routing = Routing(topo)
         self.hosts = [topo.host_by_rank(r) for r in range(len(topo.hosts))]
@@ -122,22 +138,12 @@ class SimFabric:
         e.ecn_kmin, e.ecn_kmax, e.ecn_pmax = transport.ecn_kmin, transport.ecn_kmax, transport.ecn_pmax
         e.reps_cache = transport.reps_cache
         e.seed(seed)
-        self.nodes = ns.NodeContainer()
-        self.nodes.Create(len(self.names))
+        e.set_links(f"{link.bps:.0f}bps", f"{link.delay_ns:g}ns", link.queue_packets)
         for i in range(len(self.names)):
-            ip = ip_int(self.hosts[i].ip) if i < len(self.hosts) else 0
-            e.add_node(self.nodes.Get(i), i < len(self.hosts), ip)
-        p2p = ns.PointToPointHelper()
-        p2p.SetDeviceAttribute("DataRate", ns.StringValue(f"{link.bps:.0f}bps"))
-        p2p.SetChannelAttribute("Delay", ns.StringValue(f"{link.delay_ns:g}ns"))
-        p2p.SetQueue("ns3::DropTailQueue", "MaxSize", ns.StringValue(f"{link.queue_packets}p"))
-        self._devices = []
+            e.add_node(i < len(self.hosts), ip_int(self.hosts[i].ip) if i < len(self.hosts) else 0)
         for lk in topo.links:
             a, b = self.index[lk.a], self.index[lk.b]
-            devs = p2p.Install(self.nodes.Get(a), self.nodes.Get(b))
-            self._devices.append(devs)
-            e.set_port(a, lk.a_port, devs.Get(0))
-            e.set_port(b, lk.b_port, devs.Get(1))
+            e.connect(a, lk.a_port, b, lk.b_port)
             if lk.index in self.failed:
                 e.fail_port(a, lk.a_port)
                 e.fail_port(b, lk.b_port)
@@ -154,7 +160,7 @@ class SimFabric:
 
     # ---- queries ---------------------------------------------------------------------------
     def port_bytes(self, node: str, port: int, payload_only: bool = True) -> int:
-        """Bytes sent out of (node, port): RoCE payload only, or whole packets."""
+        """Bytes sent out of (node, port): RoCE payload only, or whole packets on the wire."""
         i = self.index[node]
         return int(self.engine.tx_data(i, port) if payload_only else self.engine.tx(i, port))
 
@@ -178,15 +184,12 @@ class SimFabric:
         self.engine.add_pin(self.index[switch], ip_int(src_ip), ip_int(dst_ip), sport, port)
 
     def run(self, until_s: float | None = None) -> float:
-        ns = ns3()
-        if until_s is not None:
-            ns.Simulator.Stop(ns.Seconds(until_s))
-        ns.Simulator.Run()
-        return ns.Simulator.Now().GetSeconds()
+        """Simulate until nothing is left to do (or `until_s` simulated seconds); the
+        simulated time at the end."""
+        return float(self.engine.run(-1.0 if until_s is None else until_s))
 
-    @staticmethod
-    def events() -> int:
-        return int(ns3().Simulator.GetEventCount())
+    def events(self) -> int:
+        return int(self.engine.events())
 
     def close(self) -> None:
-        ns3().Simulator.Destroy()
+        self.engine.release()

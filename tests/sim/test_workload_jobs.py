@@ -64,7 +64,7 @@ def test_workload_job_started_late_waits_and_timer_fires():
     e.start_rank(job, 1)                        # the receiver is in; the sender is not yet
 
     def on_timer(tid):
-        timers[tid] = ns3().Simulator.Now().GetSeconds()
+        timers[tid] = e.now_s()                 # the engine's simulated clock
         e.start_rank(job, 0)
 
     e.on_timer = on_timer
