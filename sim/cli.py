@@ -14,15 +14,15 @@ from collectives.cli import parse_size
 from collectives.results import format_table
 from controller.aggregation import MAX_WORKERS
 from controller.vclos import AllocationError
-from fabricmodel.topology import Topology, TopologyError, leaf_spine, load
+from fabricmodel.topology import Topology, TopologyError, fat_tree, leaf_spine, load
 from sim import calibration as cal
-from sim import report, tenants
-from sim.collective import POLICIES, Run
+from sim import report, sweep, tenants
+from sim.collective import POLICIES, run_case
 from sim.fabric import LinkSpec, Transport
 from sim.ideas import multicast_allgather
 from sim.ideas import netreduce as run_netreduce
 from sim.train import trace, train
-from sim.workloads import ALGORITHMS, steps
+from sim.workloads import ALGORITHMS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,9 +45,16 @@ def _sizes(text: str, hint: str = "--sizes") -> list[int]:
     return out
 
 
-def fabric(topology: Path | None, hosts: int, leaves: int | None) -> Topology:
-    """A topology file, or a leaf-spine of `hosts` hosts: as many leaves as spines as hosts
-    per leaf when `hosts` is a square (16x16x16 for 256, the Ethereal paper's)."""
+def fabric(topology: Path | None, hosts: int, leaves: int | None,
+           fat_tree_k: int | None = None) -> Topology:
+    """A topology file, a k-ary fat-tree (k^3/4 hosts), or a leaf-spine of `hosts` hosts: as
+    many leaves as spines as hosts per leaf when `hosts` is a square (16x16x16 for 256, the
+    Ethereal paper's; 32x32x32 for 1,024)."""
+    if fat_tree_k is not None:
+        if fat_tree_k % 2:
+            raise click.BadParameter(f"a fat-tree needs an even k, got {fat_tree_k}",
+                                     param_hint="--fat-tree")
+        return fat_tree(fat_tree_k)
     if topology is not None:
         try:
             return load(topology)
@@ -77,11 +84,23 @@ def main() -> None:
     """The four ideas at paper scale on ns-3 (see sim/README.md)."""
 
 
+def sweep_options(command):
+    """--workers and --scheduler: where a command's independent runs go (sim/sweep.py)."""
+    command = click.option(
+        "--scheduler", metavar="tcp://HOST:8786",
+        help="Submit the runs to this Dask scheduler instead of starting a local cluster.")(command)
+    return click.option(
+        "--workers", type=click.IntRange(0), default=sweep.default_workers(), show_default=True,
+        help="Worker processes of the local Dask cluster (0: every run in this process).")(command)
+
+
 @main.command()
 @click.option("--hosts", type=click.IntRange(2), default=256, show_default=True)
 @click.option("--leaves", type=click.IntRange(1), help="Leaves (= spines) [default: sqrt(hosts)].")
 @click.option("--topology", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A topology file instead of --hosts/--leaves.")
+@click.option("--fat-tree", "fat_tree_k", type=click.IntRange(2),
+              help="A 3-tier k-ary fat-tree (k^3/4 hosts; 16: 1,024) instead of --hosts/--leaves.")
 @click.option("--collectives", "colls", default="all-to-all,halving-doubling", show_default=True,
               help=f"Comma-separated, of {', '.join(ALGORITHMS)}.")
 @click.option("--sizes", default="1MiB", show_default=True, help="Bytes per rank, comma-separated.")
@@ -97,11 +116,12 @@ def main() -> None:
 @click.option("--seeds", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
-def ethereal(hosts, leaves, topology, colls, sizes, policies, failures, gbps, delay_ns, mtu,
-             window, rto_us, seeds, out_dir):
+@sweep_options
+def ethereal(hosts, leaves, topology, fat_tree_k, colls, sizes, policies, failures, gbps,
+             delay_ns, mtu, window, rto_us, seeds, out_dir, workers, scheduler):
     """Ethereal vs hash ECMP, spraying and REPS: CCT per collective, with and without failed
     links."""
-    topo = fabric(topology, hosts, leaves)
+    topo = fabric(topology, hosts, leaves, fat_tree_k)
     algos = _list(colls, ALGORITHMS, "collective")
     pols = _list(policies, POLICIES, "policy")
     try:
@@ -115,37 +135,51 @@ def ethereal(hosts, leaves, topology, colls, sizes, policies, failures, gbps, de
     transport = Transport(mtu=mtu, window=window, rto_s=rto_us * 1e-6)
     title = (f"{topo.name}, {len(topo.hosts)} hosts, {gbps:g} Gbps, {delay_ns:g} ns links, "
              f"MTU {mtu}")
-    rows = run_cases(topo, cases, link, transport, out_dir / "ethereal.jsonl")
-    finish(rows, out_dir / "ethereal.jsonl", out_dir / "ethereal-cct.png", title)
+    outcome = run_cases(topo, cases, link, transport, out_dir / "ethereal.jsonl",
+                        workers=workers, scheduler=scheduler)
+    finish(outcome, out_dir / "ethereal.jsonl", out_dir / "ethereal-cct.png", title)
 
 
-def run_cases(topo, cases, link, transport, jsonl: Path) -> list[dict]:
-    """Every case in turn under one progress bar (it counts rank steps started); each row is
-    appended to `jsonl` as soon as it is done."""
+def run_cases(topo, cases, link, transport, jsonl: Path, *, workers: int | None = None,
+              scheduler: str | None = None) -> sweep.Outcome:
+    """Every case (collective, size, failed links, policy, seed) as a task (sim/sweep.py);
+    each row is appended to `jsonl` as its run completes, and the file is rewritten in case
+    order at the end."""
     jsonl.parent.mkdir(parents=True, exist_ok=True)
     jsonl.write_text("")
-    rows, wall = [], time.perf_counter()
-    n = len(topo.hosts)
-    total = sum(len(steps(a, n, s)) * n for a, s, *_ in cases)
-    with tqdm(total=total, unit="rank-step", desc="sim", dynamic_ncols=True) as bar:
-        for algo, size, failed, policy, seed in cases:
-            bar.set_postfix_str(f"{algo} {report.size_text(size)} {policy}"
-                                f"{' failed' if failed else ''}")
-            row = Run(topo, algo, size, policy, link=link, transport=transport, failed=failed,
-                      seed=seed, progress=bar).run()
-            rows.append(row)
-            with jsonl.open("a") as fh:
-                fh.write(json.dumps(row) + "\n")
-    click.echo(f"sim: {len(rows)} runs in {time.perf_counter() - wall:.1f} s wall")
-    return rows
+    wall = time.perf_counter()
+    tasks = [sweep.Task(run_case, (topo, algo, size, failed, policy, seed, link, transport),
+                        f"{algo} {report.size_text(size)} {policy}"
+                        f"{' failed ' + ','.join(map(str, failed)) if failed else ''} seed {seed}")
+             for algo, size, failed, policy, seed in cases]
+
+    def append(row: dict) -> None:
+        with jsonl.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+
+    outcome = sweep.run(tasks, workers=workers, scheduler=scheduler, on_row=append)
+    report.write_jsonl(outcome.rows, jsonl)
+    click.echo(f"sim: {len(outcome.rows)} runs in {time.perf_counter() - wall:.1f} s wall")
+    return outcome
 
 
-def finish(rows: list[dict], jsonl: Path, png: Path, title: str) -> None:
+def finish(outcome: sweep.Outcome, jsonl: Path, png: Path, title: str) -> None:
+    rows = outcome.rows
     click.echo(f"\n{title}\n")
-    click.echo(report.table(rows))
-    report.plot(rows, png, title)
-    click.echo(f"\nsim: results in {jsonl}, plot in {png}")
+    if rows:
+        click.echo(report.table(rows))
+        report.plot(rows, png, title)
+        click.echo(f"\nsim: results in {jsonl}, plot in {png}")
+    report_failures(outcome)
     if not all(r["ok"] for r in rows):
+        raise SystemExit(1)
+
+
+def report_failures(outcome: sweep.Outcome) -> None:
+    """Each failed run with its parameters and error; exit status 1 if there was one."""
+    for task, error in outcome.failures:
+        click.echo(f"sim: FAILED {task.label}: {error.strip().splitlines()[-1]}", err=True)
+    if outcome.failures:
         raise SystemExit(1)
 
 
@@ -214,14 +248,18 @@ def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes,
               help="The emulation's results (else the README's demo table is used).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
-def calibrate(demo_jsonl, out_dir):
+@sweep_options
+def calibrate(demo_jsonl, out_dir, workers, scheduler):
     """The `make demo` scenario (leafspine-2x2, 512 KiB per rank, 16 Mbit/s) in ns-3, CCT per
     policy next to the emulation's."""
     topo = load(ROOT / "controller" / "topologies" / "leafspine-2x2.yaml")
     link = LinkSpec(cal.LINK_MBPS / 1e3, 0.0, cal.QUEUE)
     transport = Transport(mtu=cal.MTU, window=cal.WINDOW, rto_s=cal.RTO_S, cc=False)
     cases = [(coll, cal.SIZE, (), policy, 0) for _, coll in cal.CASES for policy in cal.POLICIES]
-    rows = run_cases(topo, cases, link, transport, out_dir / "calibration.jsonl")
+    outcome = run_cases(topo, cases, link, transport, out_dir / "calibration.jsonl",
+                        workers=workers, scheduler=scheduler)
+    report_failures(outcome)
+    rows = outcome.rows
     emu, source = cal.emulation_cct_ms(demo_jsonl)
     click.echo(f"\n{topo.name}, 4 ranks, 512KiB per rank, {cal.LINK_MBPS:g} Mbit/s, MTU "
                f"{cal.MTU}, window {cal.WINDOW}; emulation from {source}\n")
@@ -236,14 +274,15 @@ def calibrate(demo_jsonl, out_dir):
 @click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
-def multicast(hosts, hosts_per_leaf, shard, gbps, out_dir):
+@sweep_options
+def multicast(hosts, hosts_per_leaf, shard, gbps, out_dir, workers, scheduler):
     """Multicast Allgather vs ring Allgather: link traversals (and CCT) per fabric size."""
-    rows = []
     sizes, shard_bytes = _counts(hosts), _sizes(shard, "--shard")[0]
-    for n in tqdm(sizes, desc="sim multicast", unit="fabric"):
-        topo = _per_leaf(n, hosts_per_leaf)
-        rows += multicast_allgather(topo, shard_bytes, LinkSpec(gbps), Transport())
-    _ideas_out(rows, out_dir / "multicast.jsonl", "shard-traversals")
+    tasks = [sweep.Task(multicast_allgather, (_per_leaf(n, hosts_per_leaf), shard_bytes,
+                                              LinkSpec(gbps), Transport()), f"{n} hosts")
+             for n in sizes]
+    outcome = sweep.run(tasks, workers=workers, scheduler=scheduler, desc="sim multicast")
+    _ideas_out(outcome, out_dir / "multicast.jsonl", "shard-traversals")
 
 
 @main.command()
@@ -254,16 +293,18 @@ def multicast(hosts, hosts_per_leaf, shard, gbps, out_dir):
 @click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
-def netreduce(hosts, hosts_per_leaf, size, gbps, out_dir):
+@sweep_options
+def netreduce(hosts, hosts_per_leaf, size, gbps, out_dir, workers, scheduler):
     """NetReduce (aggregation in the leaf) vs ring all-reduce: CCT and link traversals."""
-    rows, sizes, size_bytes = [], _counts(hosts), _sizes(size, "--size")[0]
+    sizes, size_bytes = _counts(hosts), _sizes(size, "--size")[0]
     if not sizes or not all(2 <= n <= MAX_WORKERS for n in sizes):
         raise click.BadParameter(f"each fabric needs 2..{MAX_WORKERS} hosts, got {hosts!r}",
                                  param_hint="--hosts")
-    for n in tqdm(sizes, desc="sim netreduce", unit="fabric"):
-        topo = _per_leaf(n, hosts_per_leaf)
-        rows += run_netreduce(topo, size_bytes, LinkSpec(gbps), Transport())
-    _ideas_out(rows, out_dir / "netreduce.jsonl", "buffer-traversals")
+    tasks = [sweep.Task(run_netreduce, (_per_leaf(n, hosts_per_leaf), size_bytes,
+                                        LinkSpec(gbps), Transport()), f"{n} hosts")
+             for n in sizes]
+    outcome = sweep.run(tasks, workers=workers, scheduler=scheduler, desc="sim netreduce")
+    _ideas_out(outcome, out_dir / "netreduce.jsonl", "buffer-traversals")
 
 
 def _counts(text: str) -> list[int]:
@@ -287,7 +328,8 @@ def _per_leaf(n: int, per_leaf: int) -> Topology:
     return leaf_spine(leaves, per_leaf if leaves > 1 else 1, per_leaf)
 
 
-def _ideas_out(rows: list[dict], jsonl: Path, unit: str) -> None:
+def _ideas_out(outcome: sweep.Outcome, jsonl: Path, unit: str) -> None:
+    rows = outcome.rows
     report.write_jsonl(rows, jsonl)
     head = ["idea", "hosts", "run", "CCT us", unit, "formula", "baseline / this", "done"]
     lines = []
@@ -299,6 +341,7 @@ def _ideas_out(rows: list[dict], jsonl: Path, unit: str) -> None:
                       "yes" if r["ok"] else "NO"])
     click.echo("\n" + format_table(head, lines))
     click.echo(f"\nsim: results in {jsonl}")
+    report_failures(outcome)
     if not all(r["ok"] for r in rows):
         raise SystemExit(1)
 
