@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from collectives.results import format_table
+from figures.text import format_table
 from sim.cli import fabric, failed_links, run_cases
 from sim.fabric import LinkSpec, Transport
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from fabricmodel.topology import TopologyError, load
+from figures.text import parse_size
 
 from .launch import LaunchError, launch
 from .lb import POLICIES
@@ -18,20 +19,6 @@ from .train import TrainConfig
 from .train_launch import consistent, plot, train_all
 from .train_launch import table as train_table
 from .transport import BACKENDS, RELIABILITY
-
-SIZE_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-
-
-def parse_size(text: str) -> int:
-    t = text.strip().lower().removesuffix("ib").removesuffix("b")
-    mult = SIZE_SUFFIX.get(t[-1:], 1)
-    try:
-        value = int(float(t[:-1] if t[-1:] in SIZE_SUFFIX else t) * mult)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a size like 4096, 64K or 8MiB") from None
-    if value < 4:
-        raise click.BadParameter(f"{text!r}: a size is at least one 4-byte element")
-    return value
 
 
 def _split(text: str | None) -> list[str]:

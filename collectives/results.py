@@ -5,7 +5,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from tabulate import tabulate
+from figures.text import format_table
 
 COLUMNS = ("collective", "algo", "dtype", "elements", "ranks", "policy", "reliability")
 
@@ -38,8 +38,3 @@ def summary(rows: list[dict]) -> str:
                       str(sum(r["timeouts"] for r in g)),
                       "yes" if all(r["ok"] for r in g) else "NO"])
     return format_table(head, lines)
-
-
-def format_table(head: list[str], lines: list[list[str]]) -> str:
-    """Left-aligned columns under a header and a rule of dashes (cells printed as given)."""
-    return tabulate(lines, headers=head, tablefmt="simple", disable_numparse=True)

@@ -15,10 +15,10 @@ import numpy as np
 from controller.proto import fabric_pb2 as api
 from controller.proto import fabric_pb2_grpc
 from figures import png
+from figures.text import format_table
 
 from . import switchml as sml
 from .launch import LaunchError, launch
-from .results import format_table
 from .train import ALGOS, TrainConfig, params_file
 
 SWITCHML_SLOTS = 16            # fabricctl's default, where no link rate sizes the pool

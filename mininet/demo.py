@@ -28,13 +28,13 @@ from ideas import table as ideas_table
 from p4_switch import COMPILERS, MAX_LINK_MBPS, TARGETS, missing_tools
 from report import HEADERS, MTU, plot, table
 
-from collectives.cli import parse_size
 from collectives.launch import LaunchError, policy_program
 from collectives.native import default_backend
 from collectives.runner import ALGORITHMS
 from collectives.train import TrainConfig
 from collectives.transport import BACKENDS
 from fabricmodel.topology import TopologyError, load
+from figures.text import parse_size
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ("ecmp", "spray", "reps", "ethereal")

@@ -14,8 +14,8 @@ from pathlib import Path
 import click
 
 from collectives.launch import LaunchError
-from collectives.results import format_table
 from ebpf import Impair
+from figures.text import format_table
 
 RETRY_LIMIT = 30    # consecutive timeouts of one QP (the transport's default; back-off capped
                     # at the maximum RTO, so a QP gives up after about 12 s)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import click
 
 from collectives.launch import launch
-from collectives.results import format_table
+from figures.text import format_table
 
 AG_PORT, RS_PORT = 18520, 18521
 RS_UDP = 4792                   # the Reduce-Scatter's RoCE port: the Allgather keeps 4791

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from collectives.results import format_table
 from figures import png
+from figures.text import format_table
 
 PORT = 18518
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import click
 
-from collectives.results import format_table
 from figures import png
+from figures.text import format_table
 
 PORTS = {"jobA": 18516, "jobB": 18517}
 CARRIES = 0.05          # a job uses a link if it put >= 5 % of its busiest link's bytes on it

@@ -9,7 +9,7 @@ import click
 
 from collectives import switchml as sml
 from collectives.launch import launch
-from collectives.results import format_table
+from figures.text import format_table
 
 
 class Ranks:

@@ -6,9 +6,9 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from collectives.results import format_table
 from fabricmodel import rocev2
 from figures import png
+from figures.text import format_table
 
 # RoCE v2 bytes around each packet's payload (fabricmodel.rocev2)
 HEADERS = rocev2.FRAME_OVERHEAD + rocev2.BTH_BYTES

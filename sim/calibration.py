@@ -14,7 +14,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from collectives.results import format_table
+from figures.text import format_table
 
 # (demo collective/algo, simulator collective)
 CASES = (("allreduce/ring", "ring"), ("allreduce/halving-doubling", "halving-doubling"),

@@ -10,11 +10,10 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from collectives.cli import parse_size
-from collectives.results import format_table
 from controller.aggregation import MAX_WORKERS
 from controller.vclos import AllocationError
 from fabricmodel.topology import Topology, TopologyError, fat_tree, leaf_spine, load
+from figures.text import format_table, parse_size
 from sim import calibration as cal
 from sim import report, sweep, tenants
 from sim.collective import POLICIES, run_case

@@ -6,8 +6,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from collectives.results import format_table
 from figures import png
+from figures.text import format_table
 
 
 def write_jsonl(rows: list[dict], path: Path) -> None:

@@ -12,10 +12,9 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from collectives.cli import parse_size
-from collectives.results import format_table
 from fabricmodel.topology import Topology, TopologyError, leaf_spine, load
 from figures import png
+from figures.text import format_table, parse_size
 from sim.collective import POLICIES
 from sim.dag_run import DagRun, training_transport
 from sim.fabric import LinkSpec

@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from collectives.results import format_table
 from fabricmodel.topology import leaf_spine
 from figures import png
+from figures.text import format_table
 
 from .schemes import SCHEMES
 from .simulate import Outcome, run
