@@ -43,23 +43,37 @@ def test_multicast_allgather_injects_1_over_n_minus_1_of_ring(bridge_net, tmp_pa
     n = 8
     net = bridge_net(n)
 
-    def injected(algo: str) -> list[int]:
-        plan = runs([64_000], dtypes=("int32",), algos=[("allgather", algo)])
+    elements = 64_000
+    shard = elements * 4                  # int32: what one repair re-sends at most
+
+    def injected(algo: str) -> tuple[list[int], int]:
+        """Bytes each rank's interface sent, and the ranks' receive timeouts (each asks the
+        predecessor to repair a root's shard)."""
+        plan = runs([elements], dtypes=("int32",), algos=[("allgather", algo)])
         before = [net.tx_bytes(r) for r in range(n)]
         # a generous RTO: spurious retransmissions on a loaded machine would skew the bytes
         rows = launch(net.ips, plan, namespaces=net.namespaces, out_dir=tmp_path, timeout=120,
                       transport={"reliability": "sr", "min_rto": 0.1})
         assert_results(rows, plan, n, tmp_path)
-        return [net.tx_bytes(r) - b for r, b in enumerate(before)]
+        return ([net.tx_bytes(r) - b for r, b in enumerate(before)],
+                sum(r["timeouts"] for r in rows))
 
-    ring, mcast = injected("ring"), injected("multicast")
+    (ring, _), (mcast, mcast_timeouts) = injected("ring"), injected("multicast")
     prog = net.impair(drop=0.05)
-    lossy = injected("multicast")
+    lossy, lossy_timeouts = injected("multicast")
     assert prog.counters().dropped > 0
     prog.close()
+    # Per rank: its own shard once, against ring's n - 1 shards. On a busy machine a root's
+    # stream can stall past a receiver's timeout even without loss: the repair (the
+    # predecessor re-sends at most that root's shard) lands on whichever rank answers, so the
+    # bound on repairs is on the sum over ranks, with a shard per timeout.
     for r in range(n):
-        assert 0.7 / (n - 1) < mcast[r] / ring[r] < 1.3 / (n - 1), (r, mcast, ring)
-        assert 0.7 / (n - 1) < lossy[r] / ring[r] < 2.5 / (n - 1), (r, lossy, ring)
+        assert 0.7 / (n - 1) < mcast[r] / ring[r], (r, mcast, ring)
+        assert 0.7 / (n - 1) < lossy[r] / ring[r], (r, lossy, ring)
+    assert sum(mcast) < 1.3 / (n - 1) * sum(ring) + mcast_timeouts * shard, \
+        (mcast, ring, mcast_timeouts)
+    assert sum(lossy) < 2.5 / (n - 1) * sum(ring) + lossy_timeouts * shard, \
+        (lossy, ring, lossy_timeouts)
 
 
 def test_a_silent_peer_is_reported_unreachable(bridge_net):
