@@ -37,12 +37,12 @@ WINDOW_BYTES = 256 * 1024
 RINGS = {"ring": 2, "ring-allgather": 1, "ring-reducescatter": 1}   # steps per rank, x (R-1)
 
 
-def training_transport(segment: int = SEGMENT) -> Transport:
+def training_transport(segment: int = SEGMENT, rto_s: float = Transport.rto_s) -> Transport:
     """The default transport with `segment`-byte packets: the default's bytes in flight per QP
     plus one segment per hop of a 6-hop path, because each switch stores and forwards a whole
     segment (at 64 KiB and 400 Gbps, 1.3 us per hop: without them one QP could not fill its
     link)."""
-    return Transport(mtu=segment, window=-(-WINDOW_BYTES // segment) + 6,
+    return Transport(mtu=segment, window=-(-WINDOW_BYTES // segment) + 6, rto_s=rto_s,
                      ecn_kmin=max(100_000, 2 * segment), ecn_kmax=max(400_000, 8 * segment))
 
 

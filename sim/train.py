@@ -56,7 +56,8 @@ def fabric_for(hosts: int, per_leaf: int) -> Topology:
     return leaf_spine(leaves, per_leaf if leaves > 1 else 1, per_leaf)
 
 
-def run_rows(cases: list[tuple], jsonl: Path, *, link: LinkSpec, segment: int) -> list[dict]:
+def run_rows(cases: list[tuple], jsonl: Path, *, link: LinkSpec, segment: int,
+             rto_s: float = 100e-6) -> list[dict]:
     """Each case (label, workload, topology, policy, allreduce, allgather, intra B/s) in turn
     under one progress bar counting ops; rows appended to `jsonl` as they finish."""
     jsonl.parent.mkdir(parents=True, exist_ok=True)
@@ -67,7 +68,8 @@ def run_rows(cases: list[tuple], jsonl: Path, *, link: LinkSpec, segment: int) -
         for label, wl, topo, policy, ar, ag, intra in cases:
             bar.set_postfix_str(f"{label} {policy} {ar}/{ag} {intra / GB:g} GB/s")
             row = DagRun(wl, topo, policy, allreduce=ar, allgather=ag, intra_bytes_s=intra,
-                         link=link, transport=training_transport(segment), progress=bar).run()
+                         link=link, transport=training_transport(segment, rto_s),
+                         progress=bar).run()
             row["case"] = label
             rows.append(row)
             with jsonl.open("a") as fh:
@@ -171,11 +173,14 @@ def _workload(model, parallelism, cluster, pipeline, micro_batches, batch) -> Wo
 @click.option("--hosts-per-leaf", type=click.IntRange(1), default=16, show_default=True)
 @click.option("--segment", default="64KiB", show_default=True,
               help="Simulated packet payload (coarser than 4 KiB for speed; sim/README.md).")
+@click.option("--rto-us", type=click.FloatRange(min=1), default=100.0, show_default=True,
+              help="Retransmission timeout (raise it with --segment: a deep queue of large "
+              "segments outlasts 100 us and the timeouts fire spuriously).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
 def train(model, parallelism, gpus, gpus_per_host, intra_gbs, policies, allreduce, allgather,
           pipeline, micro_batches, batch, gpu, efficiency, gbps, hosts_per_leaf, segment,
-          out_dir):
+          rto_us, out_dir):
     """A model's training iteration on ns-3 under policies and collective algorithms."""
     counts = _numbers(gpus, "--gpus", int)
     intras = [g * GB for g in _numbers(intra_gbs, "--intra-gbs")]
@@ -195,7 +200,8 @@ def train(model, parallelism, gpus, gpus_per_host, intra_gbs, policies, allreduc
         cases += [(label, wl, topo, p, a, g, intra)
                   for p, a, g in itertools.product(pols, ars, ags)]
     name = f"train-{model}-{parallelism}"
-    rows = run_rows(cases, out_dir / f"{name}.jsonl", link=LinkSpec(gbps), segment=seg)
+    rows = run_rows(cases, out_dir / f"{name}.jsonl", link=LinkSpec(gbps), segment=seg,
+                    rto_s=rto_us * 1e-6)
     finish(rows, out_dir, name, f"{model} {parallelism}, {gpus_per_host} GPUs per host, "
            f"{gbps:g} Gbps NICs, {seg // 1024} KiB segments")
 
