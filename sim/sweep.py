@@ -80,8 +80,10 @@ def _execute(tasks: list[Task], workers: int | None, scheduler: str | None
 
     cluster = None
     if scheduler is None:
+        # loopback only, any free ports: scheduler, workers and dashboard
         cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
-                               processes=True, dashboard_address=None)
+                               processes=True, host="127.0.0.1", scheduler_port=0,
+                               dashboard_address="127.0.0.1:0")
     try:
         with Client(cluster if cluster is not None else scheduler) as client:
             futures = {client.submit(_call, task, key=f"sim-{i}-{os.getpid()}", pure=False): i
