@@ -61,8 +61,9 @@ class Fabric:
 
     def sync_one(self, name: str, connect: bool = True) -> api.SwitchSync:
         """Reconcile one switch. A switch whose last reconciliation failed (its session may
-        be up while its pipeline push or a write timed out) is connected afresh first, so
-        its pipeline is checked again. Without `connect`, a switch whose session is down or
+        be up while its pipeline push or a write timed out) has its pipeline checked again
+        first (on the same session: a new one with the same election id could race the old
+        one's end on the switch). Without `connect`, a switch whose session is down or
         that is out of sync is only reported (the watchdog brings it back), so one dead
         switch does not stall every request for its connect timeout."""
         dev, state = self.devices[name], self.states[name]
@@ -72,8 +73,10 @@ class Fabric:
             self.unsynced.add(name)
             return reply
         try:
-            if name in self.unsynced or not dev.connected:
+            if not dev.connected:
                 dev.connect()
+            elif name in self.unsynced:
+                dev.ensure_pipeline()
             counts = dev.sync(state)
             reply.inserted, reply.modified, reply.deleted = (
                 counts["insert"], counts["modify"], counts["delete"])

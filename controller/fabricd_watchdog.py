@@ -4,9 +4,9 @@ reconciliation failed.
 A session ends when the switch process dies or restarts (its stream breaks: the connection
 reports it at once through `on_lost`), or when another controller takes primacy; a
 reconciliation fails when a pipeline push or a write times out on a busy switch. The watchdog
-wakes on a lost session, or every `period` seconds to retry the others, opens a
-new session (pushing the pipeline when the switch does not run it: a restarted switch has
-nothing) and reconciles the switch with the intent (`Fabric.sync_one`: every missing entry
+wakes on a lost session, or every `period` seconds to retry the others, opens a new session
+where the old one ended, pushes the pipeline when the switch does not run it (a restarted
+switch has nothing; a push may have timed out) and reconciles the switch with the intent (`Fabric.sync_one`: every missing entry
 written, nothing duplicated, stale entries deleted). Each recovery is logged with what it
 wrote and how long the switch was out of sync."""
 from __future__ import annotations
@@ -48,12 +48,12 @@ class Watchdog:
         """Reconnect and reconcile one switch; False while it cannot be reached."""
         dev = self.fabric.devices[name]
         self._lost_at.setdefault(name, time.monotonic())
-        try:
-            pushed = dev.connect()      # outside the fabric lock: requests go on meanwhile
+        try:                            # outside the fabric lock: requests go on meanwhile
+            pushed = dev.ensure_pipeline() if dev.connected else dev.connect()
         except P4RuntimeError:
             return False
         with self.fabric.lock:
-            self.fabric.unsynced.discard(name)     # connected afresh just now
+            self.fabric.unsynced.discard(name)     # its pipeline was checked just now
             result = self.fabric.sync_one(name)
         if result.error:
             return False

@@ -39,6 +39,15 @@ class Fabricd:
         if self.ecn_delay_us:
             cmd += ["--ecn-delay-us", str(self.ecn_delay_us)]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            self._wait_ready()
+        except BaseException:
+            stop_process(self.proc)     # a fabricd left running would fight the next one
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        port_file = self.log_dir / "fabricd.port"
         # fabricd compiles fabric.p4 first (seconds; over 120 s at a load average of 35)
         deadline = time.monotonic() + 600
         while not (port_file.exists() and port_file.read_text().strip()):
@@ -54,7 +63,6 @@ class Fabricd:
             if time.monotonic() > deadline + 60:
                 raise RuntimeError(f"the switches are not in sync: {done.stdout}{done.stderr}")
             time.sleep(0.5)
-        return self
 
     def ctl(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "controller.fabricctl", "--server",

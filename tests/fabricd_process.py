@@ -14,6 +14,7 @@ import p4switch
 from controller import encode_fabric
 from controller.intent import Intent
 from controller.p4rt import Device, MulticastGroup, Pipeline, sync
+from p4switch.device.process import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -62,9 +63,7 @@ class Fabricd:
         return dict(re.findall(r"fabricd: (\w+): (.*)", self.log.read_text()))
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
+        stop_process(self.proc, 30)         # SIGKILL if it has not ended in 30 s
 
     def kill(self) -> None:
         """SIGKILL: no chance to close its sessions, as a crash."""

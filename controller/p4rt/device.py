@@ -72,6 +72,12 @@ class Device:
         (the switch's state is then empty)."""
         with self._lock:
             self.conn.open()
+            return self.ensure_pipeline()
+
+    def ensure_pipeline(self) -> bool:
+        """On the open session, push our pipeline unless the switch runs it; True if pushed
+        (a push that timed out earlier is retried here, without a new session)."""
+        with self._lock:
             if self.conn.pipeline_cookie() == self.pipeline.cookie:
                 return False
             self.conn.set_pipeline(self.pipeline.p4info, self.pipeline.config,

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from controller import fabricctl
+from p4switch.device.process import stop_process
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -51,9 +52,7 @@ class Daemon:
         return f"127.0.0.1:{port_file.read_text().strip()}"
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
+        stop_process(self.proc, 30)         # SIGKILL if it has not ended in 30 s
 
 
 @pytest.fixture
