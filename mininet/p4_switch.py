@@ -124,7 +124,8 @@ class P4RuntimeSwitch(Switch):
                                 "rate", f"{self.link_mbps:g}mbit", "burst", str(burst),
                                 "limit", str(limit)], check=True, capture_output=True)
 
-    def _wait_listening(self, timeout: float = 20.0) -> None:
+    def _wait_listening(self, timeout: float = 300.0) -> None:
+        # a switch listens within seconds; 20 s ran out at a load average of 37 on 2 cores
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
