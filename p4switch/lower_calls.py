@@ -419,6 +419,27 @@ class Calls:
         total = " + ".join([str(fixed)] + [wd for _, wd in parts if not isinstance(wd, int)])
         return f"_bytes({acc}, {total})"
 
+    def unpack_struct(self, st, bits: str, top: int, where) -> str:
+        """A struct value made of the bits below bit `top` of the integer `bits`, first field
+        most significant (lookahead<S>() of a struct of bit<W>, int<W>, bool, enum fields)."""
+        codes = []
+        for _, ft in st.fields:
+            fw = T.bits_width(ft)
+            top -= fw
+            t = T.strip(ft)
+            if isinstance(t, T.EnumT) and t.base is not None:
+                t = t.base
+            if isinstance(t, T.StructT):
+                codes.append(self.unpack_struct(t, bits, top + fw, where))
+            elif t is T.BOOL:
+                codes.append(f"((({bits} >> {top}) & 1) != 0)")
+            elif isinstance(t, T.BitsT):
+                code = f"(({bits} >> {top}) & {t.mask:#x})"
+                codes.append(self.wrap_code(code, t) if t.signed else code)
+            else:
+                raise Fail(where, f"lookahead of a struct with a field of type {ft} is not supported")
+        return self.make_code(st, codes)
+
     def method(self, base, base_node, m, args, targs_node, scope, w, ctx, where):
         bt = T.strip(base.type) if base.type is not None else None
         mv = m.value
@@ -532,6 +553,10 @@ class Calls:
                 width = T.bits_width(t)
                 if st is T.BOOL:
                     return Ex(f"({base.code}.peek(1) != 0)", t)
+                if isinstance(st, T.StructT):     # the struct's fields from the peeked bits
+                    bits = self.fresh("la")
+                    w(f"{bits} = {base.code}.peek({width})")
+                    return Ex(self.unpack_struct(st, bits, width, where), t)
                 return Ex(f"{base.code}.peek({width})", t)
             if mv == "advance":
                 n = E(0)

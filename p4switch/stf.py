@@ -545,7 +545,7 @@ class StfRunner:
                 exp = expected[i] if i < len(expected) else None
                 act = actual[i] if i < len(actual) else None
                 problem = _compare(exp, act)
-                if problem:
+                if problem is not None:       # 0: the first byte differs
                     self.failures.append(_describe(self.filename, port, i, exp, act, problem))
 
 

@@ -783,7 +783,13 @@ class CodeGen:
             if attr == "advance":
                 return Ex(f"pkt_advance({base.code}, {self.int_expr(args[0])})", ("void",))
             if attr == "peek":
-                return Ex(f"((i128)pkt_peek({base.code}, {args[0].value}))", INT)
+                width = args[0].value
+                if width > 64:         # pkt_peek takes up to 64 bits
+                    if width > 512:
+                        _fail(node, f"lookahead of {width} bits (over 512)")
+                    return Ex(f"({{ if ({base.code}->bo + {width} > {base.code}->n) reject(1); "
+                              f"getwide({base.code}->data, {base.code}->bo, {width}); }})", WIDE)
+                return Ex(f"((i128)pkt_peek({base.code}, {width}))", INT)
         _fail(node, f"method {attr}")
 
     def extern_call(self, pyname, method, node):
