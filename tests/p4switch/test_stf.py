@@ -208,6 +208,8 @@ def test_expect_dont_care_prefix_and_exact_length():
     assert not bad.passed and "first difference at byte 2" in bad.report
     _, short = _run("packet 0 00\nexpect 1 010203\n", RecordingSwitch([[(1, b"\x01")]]))
     assert not short.passed and "first difference at byte 1" in short.report
+    _, first = _run("packet 0 00\nexpect 1 FF0203\n", RecordingSwitch([[(1, b"\x01\x02\x03")]]))
+    assert not first.passed and "first difference at byte 0" in first.report
 
 
 def test_expect_without_data_accepts_any_number_of_packets():
