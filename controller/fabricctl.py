@@ -33,6 +33,11 @@ EXIT = {
     grpc.StatusCode.UNAVAILABLE: 7,
     grpc.StatusCode.DEADLINE_EXCEEDED: 7,
 }
+NO_FABRICD = """fabricctl: is a fabricd running there? Start one of:
+  sudo .venv/bin/python mininet/demo.py --cli     the demo's fabric, ending in its CLI
+  docker-compose -f docker/compose.yaml up -d      the fabric and fabricd as services
+  fabricd --topology FILE                          a controller for switches you started
+and point fabricctl at it with --server HOST:PORT or $FABRICD."""
 EXIT_SWITCH_ERROR = 1
 EXIT_OTHER = 8
 
@@ -55,6 +60,8 @@ class Ctx:
             code = err.code()
             where = f" ({self.server})" if code == grpc.StatusCode.UNAVAILABLE else ""
             click.echo(f"fabricctl: {code.name}{where}: {err.details()}", err=True)
+            if code == grpc.StatusCode.UNAVAILABLE:
+                click.echo(NO_FABRICD, err=True)
             sys.exit(EXIT.get(code, EXIT_OTHER))
 
     def emit(self, message, human) -> None:

@@ -287,7 +287,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
         click.echo(f"\nThe other ideas on {ideas_topology.stem} ({ideas_size} per rank)\n")
         click.echo(ideas_table(extra))
     if rows:
-        plot(rows, out_dir / "demo-cct.png", title)
+        plot(rows, out_dir / "demo-cct.png", title, link_mbps)
         click.echo(f"\ndemo: results in {out_dir / 'demo.jsonl'}, plot in "
                    f"{out_dir / 'demo-cct.png'}")
     if not all(r["ok"] for r in rows) or any(x[-1] != "yes" for x in extra) or \

@@ -83,7 +83,9 @@ def table(rows: list[dict], link_mbps: float | None = None) -> str:
     return format_table(head, lines)
 
 
-def plot(rows: list[dict], path: Path, title: str) -> None:
+def plot(rows: list[dict], path: Path, title: str, link_mbps: float | None = None) -> None:
+    """Bars per policy, and for each collective its link-rate bound as a black line across
+    its bars (the CCT a bandwidth-optimal algorithm needs at the links' rate)."""
     ccts = cct_by_run(rows)
     colls = sorted({c for c, _ in ccts})
     policies = list(dict.fromkeys(p for _, p in ccts))
@@ -99,6 +101,12 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
             hi.append(max(v) - m)
         xs = [j + (i - (len(policies) - 1) / 2) * width for j in range(len(colls))]
         ax.bar(xs, meds, width, yerr=[lo, hi], capsize=3, label=policy)
+    for j, c in enumerate(colls):
+        row = next(r for r in rows if f"{r['collective']}/{r['algo']}" == c)
+        bound = link_bound_s(row, link_mbps)
+        if bound:
+            ax.hlines(bound * 1e3, j - 0.45, j + 0.45, colors="black", linestyles="--",
+                      label="link-rate bound" if j == 0 else None)
     ax.set_xticks(range(len(colls)), colls)
     ax.set_ylabel("collective completion time (ms)")
     ax.set_title(title, fontsize=9)

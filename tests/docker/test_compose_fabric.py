@@ -38,6 +38,7 @@ def engine(tmp_path_factory):
     if _docker_answers():
         yield
         return
+    netfilter = _forwarding_state()
     if os.geteuid() != 0:
         pytest.skip("dockerd cannot start: no engine runs and starting one needs root")
     log = tmp_path_factory.mktemp("dockerd") / "dockerd.log"
@@ -59,6 +60,28 @@ def engine(tmp_path_factory):
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    _restore_forwarding(netfilter)
+
+
+# dockerd sets iptables' FORWARD policy to DROP and loads br_netfilter, and leaves both when
+# it stops: bridged traffic on the host (bench_forwarding's Linux bridge) would then be
+# filtered silently. The engine this module started is undone on the way out.
+BRIDGE_NF = Path("/proc/sys/net/bridge/bridge-nf-call-iptables")
+
+
+def _forwarding_state() -> tuple[str | None, str | None]:
+    out = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True)
+    policy = next((line.split()[-1] for line in out.stdout.splitlines()
+                   if line.startswith("-P FORWARD")), None)
+    return policy, BRIDGE_NF.read_text().strip() if BRIDGE_NF.exists() else None
+
+
+def _restore_forwarding(state: tuple[str | None, str | None]) -> None:
+    policy, bridge_nf = state
+    if policy:
+        subprocess.run(["iptables", "-P", "FORWARD", policy], capture_output=True)
+    if BRIDGE_NF.exists():
+        BRIDGE_NF.write_text(bridge_nf or "0")
 
 
 def _free_port() -> int:
@@ -145,3 +168,13 @@ def test_fabricctl_on_the_host_programs_the_running_fabric(stack):
     assert not stack.ping(a.name, other.ip)
     assert stack.ctl("slice", "delete", "jobA").returncode == 0
     assert stack.ping(a.name, other.ip)
+
+
+def test_fabricctl_wrapper_needs_only_compose(stack):
+    """docker/fabricctl: the container's fabricctl, for a host without the project's venv."""
+    out = subprocess.run([str(ROOT / "docker" / "fabricctl"), "--json", "state"],
+                         env=stack.env | {"COMPOSE_PROJECT_NAME": stack.project},
+                         capture_output=True, text=True, timeout=120, cwd="/")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert sorted(s["name"] for s in json.loads(out.stdout)["switches"]) == \
+        sorted(load(TOPOLOGY).switches)
