@@ -5,7 +5,7 @@ STAMP := .venv/.installed
 # p4c-bm2-ss on PATH): `make demo TARGET=bmv2`.
 TARGET ?= p4switch
 
-.PHONY: setup test demo bench lint clean
+.PHONY: setup test demo bench report lint clean
 
 setup:
 	@bash scripts/setup.sh
@@ -18,6 +18,10 @@ demo: setup
 
 bench: setup
 	$(PY) bench/run_all.py
+
+# docs/ from the tables and plots the last demo, sim and bench runs recorded in out/
+report: setup
+	$(PY) -m results
 
 lint: setup
 	.venv/bin/ruff check .

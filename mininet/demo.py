@@ -21,12 +21,13 @@ import part2
 from capture import PortCaptures, switch_interfaces
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
-from failures import failure_runs, failure_table
+from failures import FAILURE_HEAD, failure_runs, failure_table
 from host_nic import pace_nics
+from ideas import HEAD as IDEAS_HEAD
 from ideas import Ranks
 from ideas import table as ideas_table
 from p4_switch import COMPILERS, MAX_LINK_MBPS, TARGETS, missing_tools
-from report import HEADERS, MTU, plot, table
+from report import HEADERS, MTU, plot, table, table_rows
 
 from collectives.launch import LaunchError, policy_program
 from collectives.native import default_backend
@@ -35,6 +36,7 @@ from collectives.train import TrainConfig
 from collectives.transport import BACKENDS
 from fabricmodel.topology import TopologyError, load
 from figures.text import parse_size
+from results.record import save_table
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ("ecmp", "spray", "reps", "ethereal")
@@ -278,14 +280,19 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
         (out_dir / "demo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         click.echo(f"\n{title}\n")
         click.echo(table(rows, link_mbps))
+        save_table(out_dir, "demo-lb", title, *table_rows(rows, link_mbps))
     if failed:
         click.echo(f"\nA leaf-spine link fails in the middle of {failure_collective} ({size} per "
                    f"rank): silently (the switches drop, fabricd is not told), then announced "
                    f"(fabricctl link ... down)\n")
         click.echo(failure_table(failed))
+        save_table(out_dir, "demo-failures", f"A leaf-spine link fails during "
+                   f"{failure_collective} ({size} per rank)", FAILURE_HEAD, failed)
     if extra:
         click.echo(f"\nThe other ideas on {ideas_topology.stem} ({ideas_size} per rank)\n")
         click.echo(ideas_table(extra))
+        save_table(out_dir, "demo-ideas", f"The other ideas on {ideas_topology.stem} "
+                   f"({ideas_size} per rank)", IDEAS_HEAD, extra)
     if rows:
         plot(rows, out_dir / "demo-cct.png", title, link_mbps)
         click.echo(f"\ndemo: results in {out_dir / 'demo.jsonl'}, plot in "

@@ -117,7 +117,9 @@ def _row(link: str, announce: bool, policy: str, failed_at: float | None, got: l
             "yes" if all(r["ok"] for r in got) else "NO"]
 
 
+FAILURE_HEAD = ["link", "failure", "policy", "CCT ms", "failure -> last retx ms", "retx",
+                "timeouts", "re-picks", "hit mid-run", "exact"]
+
+
 def failure_table(rows: list[list]) -> str:
-    head = ["link", "failure", "policy", "CCT ms", "failure -> last retx ms", "retx",
-            "timeouts", "re-picks", "hit mid-run", "exact"]
-    return format_table(head, rows)
+    return format_table(FAILURE_HEAD, rows)

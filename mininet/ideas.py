@@ -166,7 +166,9 @@ def link_table(topo, runs: list[FabricRun]) -> str:
                          "bound N/(2(N-1))"] + names, lines)
 
 
+HEAD = ["idea", "run", "ranks", "CCT ms", "MB injected/rank", "exact"]
+
+
 def table(lines: list[list[str]]) -> str:
-    head = ["idea", "run", "ranks", "CCT ms", "MB injected/rank", "exact"]
-    return format_table(head, lines)
+    return format_table(HEAD, lines)
 

@@ -23,6 +23,7 @@ from collectives.train import TrainConfig
 from controller.proto import fabric_pb2 as api
 from controller.proto import fabric_pb2_grpc
 from fabricmodel.topology import load
+from results.record import save_output
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGY = ROOT / "controller" / "topologies" / "leafspine-4x4-h2.yaml"
@@ -91,6 +92,15 @@ def running_fabric(topology: Path, log_dir: Path, link_mbps: float, queue_depth:
 IDEAS = ("mcast", "fsdp", "netreduce", "vclos", "train")
 
 
+def show(out_dir: Path, name: str, title: str, text: str) -> None:
+    """Print one of part two's tables under its title, and record it for `make report`."""
+    import click
+
+    click.echo(f"\n{title}\n")
+    click.echo(text)
+    save_output(out_dir / "tables", name, title, text)
+
+
 def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, target: str,
         compiler: str | None, transport: dict, elements: int,
         seeds: tuple[int, ...] = (0, 1, 2), repeats: int = 3,
@@ -135,26 +145,24 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
             trained = idea_train.experiment(fab, train or TrainConfig(), out_dir / "train.png")
     title = f"{topo.name}, links {link_mbps:g} Mbit/s"
     if traffic:
-        click.echo(f"\nMulticast Allgather: bytes on every link of the fabric, {n} ranks "
-                   f"({elements * 4} B per rank)\n")
-        click.echo(idea_mcast.traffic_table(traffic.runs))
+        show(out_dir, "demo-mcast", f"Multicast Allgather: bytes on every link of the fabric, "
+             f"{n} ranks ({elements * 4} B per rank)", idea_mcast.traffic_table(traffic.runs))
     if fsdp:
-        click.echo(f"\nFSDP: a Reduce-Scatter of {elements * 4} B per rank and an Allgather of "
-                   f"{elements * 4 // n} B shards posted at once\n")
-        click.echo(idea_fsdp.table(fsdp, link_mbps))
+        show(out_dir, "demo-fsdp", f"FSDP: a Reduce-Scatter of {elements * 4} B per rank and an "
+             f"Allgather of {elements * 4 // n} B shards posted at once",
+             idea_fsdp.table(fsdp, link_mbps))
     if traffic:
         idea_mcast.plot(traffic.runs, out_dir / "mcast-allgather.png", title, fsdp or ())
     if nr_runs:
-        click.echo(f"\nNetReduce's runs: bytes on the fabric links (switch counters), against "
-                   f"ring all-reduce's on the same {n} ranks and NetReduce's bound N/(2(N-1))\n")
-        click.echo(link_table(topo, nr_runs))
+        show(out_dir, "demo-netreduce", f"NetReduce's runs: bytes on the fabric links (switch "
+             f"counters), against ring all-reduce's on the same {n} ranks and NetReduce's bound "
+             f"N/(2(N-1))", link_table(topo, nr_runs))
     if vc:
-        click.echo(f"\nvClos: two 4-rank ring all-reduces ({elements * 4} B per rank), each "
-                   f"alone and both at once\n")
-        click.echo(idea_vclos.job_table(vc))
-        click.echo("\nKB each job put on every leaf-spine link (from the alone runs; the "
-                   "combined run's counter in brackets; * = a direction carrying both jobs)\n")
-        click.echo(idea_vclos.link_table(vc))
+        show(out_dir, "demo-vclos", f"vClos: two 4-rank ring all-reduces ({elements * 4} B per "
+             f"rank), each alone and both at once", idea_vclos.job_table(vc))
+        show(out_dir, "demo-vclos-links", "KB each job put on every leaf-spine link (from the "
+             "alone runs; the combined run's counter in brackets; * = a direction carrying both "
+             "jobs)", idea_vclos.link_table(vc))
         idea_vclos.plot(vc, out_dir / "vclos.png", title)
     if fsdp:
         rows += [["Multicast Allgather (FSDP)", c.label, str(n), f"{c.rs_cct_s * 1e3:.1f}",

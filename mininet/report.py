@@ -49,8 +49,13 @@ def totals(rows: list[dict], field: str) -> dict[tuple[str, str], int]:
 
 
 def table(rows: list[dict], link_mbps: float | None = None) -> str:
-    """One line per collective and policy; `bound ms` and `vs ideal` compare the median CCT
-    with the link-rate bound (link_bound_s) when the links are paced."""
+    return format_table(*table_rows(rows, link_mbps))
+
+
+def table_rows(rows: list[dict], link_mbps: float | None = None) -> tuple[list, list]:
+    """(headers, lines): one line per collective and policy; `bound ms` and `vs ideal`
+    compare the median CCT with the link-rate bound (link_bound_s) when the links are
+    paced."""
     ccts = cct_by_run(rows)
     bounds = {(f"{r['collective']}/{r['algo']}", r["policy"]): link_bound_s(r, link_mbps) for r in rows}
     imbalance = defaultdict(list)
@@ -80,7 +85,7 @@ def table(rows: list[dict], link_mbps: float | None = None) -> str:
                       str(timeouts[(coll, policy)]), str(icrc[(coll, policy)]),
                       f"{statistics.median(imbalance[(coll, policy)]):.2f}x mean",
                       "yes" if ok[(coll, policy)] else "NO"])
-    return format_table(head, lines)
+    return head, lines
 
 
 def plot(rows: list[dict], path: Path, title: str, link_mbps: float | None = None) -> None:

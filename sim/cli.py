@@ -14,6 +14,7 @@ from controller.aggregation import MAX_WORKERS
 from controller.vclos import AllocationError
 from fabricmodel.topology import Topology, TopologyError, fat_tree, leaf_spine, load
 from figures.text import format_table, parse_size
+from results.record import save_table
 from sim import calibration as cal
 from sim import report, sweep, tenants
 from sim.collective import POLICIES, run_case
@@ -167,6 +168,7 @@ def finish(outcome: sweep.Outcome, jsonl: Path, png: Path, title: str) -> None:
     click.echo(f"\n{title}\n")
     if rows:
         click.echo(report.table(rows))
+        save_table(jsonl.parent, jsonl.stem, title, *report.table_rows(rows))
         report.plot(rows, png, title)
         click.echo(f"\nsim: results in {jsonl}, plot in {png}")
     report_failures(outcome)
@@ -339,6 +341,7 @@ def _ideas_out(outcome: sweep.Outcome, jsonl: Path, unit: str) -> None:
                       f"{base['traversals'] / r['traversals']:.3f}x",
                       "yes" if r["ok"] else "NO"])
     click.echo("\n" + format_table(head, lines))
+    save_table(jsonl.parent, jsonl.stem, jsonl.stem, head, lines)
     click.echo(f"\nsim: results in {jsonl}")
     report_failures(outcome)
     if not all(r["ok"] for r in rows):

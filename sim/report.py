@@ -27,8 +27,12 @@ def _case(r: dict) -> tuple:
 
 
 def table(rows: list[dict]) -> str:
-    """CCT per (collective, size, failed links) and policy: median over seeds, relative to
-    hash ECMP and to Ethereal in the same run."""
+    return format_table(*table_rows(rows))
+
+
+def table_rows(rows: list[dict]) -> tuple[list, list]:
+    """(headers, lines): CCT per (collective, size, failed links) and policy: median over
+    seeds, relative to hash ECMP and to Ethereal in the same run."""
     ccts: dict[tuple, list[float]] = defaultdict(list)
     agg: dict[tuple, dict] = defaultdict(lambda: defaultdict(float))
     for r in rows:
@@ -54,7 +58,7 @@ def table(rows: list[dict]) -> str:
                       str(int(a["timeouts"])), f"{a['uplink_imbalance'] / a['n']:.2f}x mean",
                       f"{a['events'] / a['wall_s']:,.0f}" if a["wall_s"] else "-",
                       "yes" if a["ok"] else "NO"])
-    return format_table(head, lines)
+    return head, lines
 
 
 def plot(rows: list[dict], path: Path, title: str) -> None:

@@ -12,6 +12,7 @@ from tqdm import tqdm
 from fabricmodel.topology import leaf_spine
 from figures import png
 from figures.text import format_table
+from results.record import save_table
 
 from .schemes import SCHEMES
 from .simulate import Outcome, run
@@ -92,6 +93,7 @@ def main(leaves, spines, hosts_per_leaf, jobs, load, seed, plot_path):
     click.echo(f"\n{title}\n")
     head, rows = summarise(results)
     click.echo(format_table(head, rows))
+    save_table(plot_path.parent, "jobtrace", title, head, rows)
     plot(results, plot_path, title)
     click.echo(f"\njobtrace: plot in {plot_path}; simulated in {time.monotonic() - began:.1f} s")
 
