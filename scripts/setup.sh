@@ -3,12 +3,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# chromium: the live view's browser test (headless); tshark: the pcap test decodes RoCEv2;
-# docker.io, docker-compose, debootstrap: the compose test (docker/README.md).
 # g++: pip builds cppyy-backend (ns3's dependency) from source; a fresh Debian has no compiler.
 APT_PACKAGES=(mininet bridge-utils iproute2 iputils-ping python3-bpfcc bpfcc-tools bpftool
-              linux-headers-amd64 python3-venv python3-dev cpp g++ libbpf1 tcpdump ethtool
-              chromium tshark docker.io docker-compose debootstrap)
+              linux-headers-amd64 python3-venv python3-dev cpp g++ libbpf1 tcpdump ethtool)
+# What only the host's tests use: chromium (the live view's browser test), tshark (the pcap
+# test decodes RoCEv2), docker.io, docker-compose and debootstrap (the compose test). The
+# image (docker/Dockerfile sets MLFABRIC_IMAGE) runs neither and stays without them.
+if [[ -z ${MLFABRIC_IMAGE:-} ]]; then
+    APT_PACKAGES+=(chromium tshark docker.io docker-compose debootstrap)
+fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -38,10 +38,11 @@ def dump_dom(fab: str, exe: str, profile) -> str:
     return out.stdout
 
 
-def rows(dom: str) -> dict[str, tuple[str, int]]:
-    """link name -> (state, bits/s in both directions) from the page's link table."""
-    return {m[0]: (m[1], int(m[2])) for m in re.findall(
-        r'<tr data-link="([^"]+)" data-state="(\w+)" data-load-bps="(\d+)"', dom)}
+def rows(dom: str) -> dict[str, tuple[str, int, str]]:
+    """link name -> (state, bits/s in both directions, users) from the page's link table."""
+    return {m[0]: (m[1], int(m[2]), re.sub("<[^>]+>", "", m[3])) for m in re.findall(
+        r'<tr data-link="([^"]+)" data-state="(\w+)" data-load-bps="(\d+)">'
+        r'(?:<td>[^<]*</td>){4}<td>(.*?)</td></tr>', dom)}
 
 
 def wait_for_load(fab: str, deadline_s: float = 30.0) -> None:
@@ -64,6 +65,7 @@ def fabric(netns_factory, tmp_path):
 def test_browser_shows_link_load_and_link_down(fabric, tmp_path):
     exe = chromium()
     hosts = ["h1", "h2", "h3", "h4"]
+    fabric.ctl("group", "create", "g1", "h1", "h3", "h4")    # a tree the page colours
     seen = {}
 
     def look():
@@ -80,12 +82,14 @@ def test_browser_shows_link_load_and_link_down(fabric, tmp_path):
     assert all(r["ok"] for r in rows_out)
     during = rows(seen["during"])
     assert set(during) == {lk.name for lk in fabric.topo.links}
-    loaded = [name for name, (_, bps) in during.items() if "spine" in name and bps > 0]
+    loaded = [name for name, (_, bps, _) in during.items() if "spine" in name and bps > 0]
     assert loaded, during
+    tree = {name for name, (_, _, users) in during.items() if "group g1" in users}
+    assert {"h1-leaf1", "h3-leaf2", "h4-leaf2"} <= tree and "h2-leaf1" not in tree, during
 
     fabric.ctl("link", "leaf1-spine1", "down")
     after = rows(dump_dom(fabric.fab, exe, tmp_path / "profile"))
     assert after["leaf1-spine1"][0] == "down"
-    assert all(state == "up" for name, (state, _) in after.items() if name != "leaf1-spine1")
+    assert all(state == "up" for name, (state, _, _) in after.items() if name != "leaf1-spine1")
     dom = dump_dom(fabric.fab, exe, tmp_path / "profile")
     assert re.search(r'stroke-dasharray="6,4" data-link="leaf1-spine1"', dom)
