@@ -12,6 +12,7 @@ import click
 
 from collectives.train import TrainConfig
 from collectives.train_launch import consistent, plot, table, train_all
+from results.record import save_output
 
 ACCURACY_PP = 1.0        # the in-network runs' test accuracy may differ from ring's by this
 
@@ -25,9 +26,11 @@ def experiment(fab, cfg: TrainConfig, png: Path) -> list[dict]:
     rows = train_all([ranks.ip[n] for n in names], names, cfg,
                      namespaces=[ranks.ns[n] for n in names], fabricd=fab.fabricd.address,
                      link_mbps=fab.link_mbps, transport=ranks.transport)
-    click.echo(f"\nTraining the digits MLP over the fabric ({len(names)} ranks, seed "
-               f"{cfg.seed}): the last epoch of each run, mean time per step\n")
+    title = (f"Training the digits MLP over the fabric ({len(names)} ranks, seed {cfg.seed}): "
+             f"the last epoch of each run, mean time per step")
+    click.echo(f"\n{title}\n")
     click.echo(table(rows))
+    save_output(png.parent / "tables", "demo-train", title, table(rows))
     plot(rows, png, f"digits MLP data parallel on {len(names)} ranks, links "
                     f"{fab.link_mbps:g} Mbit/s, batch {cfg.batch} per rank, seed {cfg.seed}")
     click.echo(f"demo: training curves in {png}")

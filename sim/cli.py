@@ -14,7 +14,7 @@ from controller.aggregation import MAX_WORKERS
 from controller.vclos import AllocationError
 from fabricmodel.topology import Topology, TopologyError, fat_tree, leaf_spine, load
 from figures.text import format_table, parse_size
-from results.record import save_table
+from results.record import save_output, save_table
 from sim import calibration as cal
 from sim import report, sweep, tenants
 from sim.collective import POLICIES, run_case
@@ -237,6 +237,7 @@ def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes,
              f"placement {placement}")
     click.echo(f"{title}\n")
     click.echo(report.tenants_table(rows))
+    save_output(out_dir / "tables", "jobs-packet", title, report.tenants_table(rows))
     report.tenants_plot(rows, out_dir / "jobs-packet.png", title)
     click.echo(f"\nsim: results in {jsonl}, plot in {out_dir / 'jobs-packet.png'}")
     if not all(r["ok"] for r in rows):

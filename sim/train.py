@@ -15,6 +15,7 @@ from tqdm import tqdm
 from fabricmodel.topology import Topology, TopologyError, leaf_spine, load
 from figures import png
 from figures.text import format_table, parse_size
+from results.record import save_output
 from sim.collective import POLICIES
 from sim.dag_run import DagRun, training_transport
 from sim.fabric import LinkSpec
@@ -128,6 +129,7 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
 def finish(rows: list[dict], out_dir: Path, name: str, title: str) -> None:
     click.echo(f"\n{title}\n")
     click.echo(table(rows))
+    save_output(out_dir / "tables", name, title, table(rows))
     plot(rows, out_dir / f"{name}.png", title)
     click.echo(f"\nsim: results in {out_dir / (name + '.jsonl')}, plot in "
                f"{out_dir / (name + '.png')}")
