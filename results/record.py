@@ -30,9 +30,21 @@ def commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
+def invocation(argv: list[str]) -> list[str]:
+    """The command as a reader types it: `python -m PKG` for a package's __main__, a script
+    as its path in the checkout."""
+    script = Path(argv[0]).resolve()
+    try:
+        rel = script.relative_to(ROOT)
+    except ValueError:
+        return [script.name, *argv[1:]]
+    if rel.name == "__main__.py":
+        return ["python", "-m", ".".join(rel.parent.parts), *argv[1:]]
+    return [str(rel), *argv[1:]]
+
+
 def stamp(command: str | None = None) -> dict:
-    argv = [Path(sys.argv[0]).name if i == 0 else a for i, a in enumerate(sys.argv)]
-    return {"command": command or shlex.join(argv),
+    return {"command": command or shlex.join(invocation(sys.argv)),
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine(), "commit": commit()}
 

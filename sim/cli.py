@@ -342,7 +342,8 @@ def _ideas_out(outcome: sweep.Outcome, jsonl: Path, unit: str) -> None:
                       f"{base['traversals'] / r['traversals']:.3f}x",
                       "yes" if r["ok"] else "NO"])
     click.echo("\n" + format_table(head, lines))
-    save_table(jsonl.parent, jsonl.stem, jsonl.stem, head, lines)
+    save_table(jsonl.parent, jsonl.stem, f"{rows[0]['idea']} against its baseline: CCT and "
+               f"{unit}, counted and by formula", head, lines)
     click.echo(f"\nsim: results in {jsonl}")
     report_failures(outcome)
     if not all(r["ok"] for r in rows):

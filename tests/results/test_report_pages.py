@@ -74,3 +74,11 @@ def test_capture_records_a_command_and_passes_its_exit_code(tmp_path):
                            str(tmp_path), "--", sys.executable, "-c", "raise SystemExit(3)"],
                           cwd=ROOT)
     assert fail.returncode == 3 and not (tmp_path / "bad.jsonl").exists()
+
+
+def test_stamp_names_the_command_as_typed():
+    from results.record import invocation
+
+    assert invocation([str(ROOT / "sim" / "jobs" / "__main__.py"), "--load", "0.9"]) == \
+        ["python", "-m", "sim.jobs", "--load", "0.9"]
+    assert invocation([str(ROOT / "mininet" / "demo.py"), "--pcap"]) == ["mininet/demo.py", "--pcap"]
