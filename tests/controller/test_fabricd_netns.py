@@ -79,16 +79,19 @@ def collect(listeners: dict[str, Listener], expect: set[str], grace: float = 1.0
 
 
 def send_contribution(ns, src, aggregator, job_id, slot, worker, workers, values):
-    """One NetReduce contribution: UDP 4791 / BTH opcode 0xC0 / Aggregation / ICRC."""
+    """One SwitchML contribution: IP / UDP 4791 / BTH opcode 0xC0 / Aggregation / ICRC. The
+    switches drop one whose ICRC is wrong, and the ICRC covers the IP ID, which a UDP socket
+    leaves to the kernel: the whole packet goes out on a raw socket."""
     code = ("import socket\n"
             "from scapy.contrib.roce import BTH\n"
+            "from scapy.layers.inet import IP, UDP\n"
             "from collectives.layers import Aggregation\n"
-            f"payload = bytes(BTH(opcode=0xC0, dqpn=1, psn=0) / Aggregation("
-            f"job_id={job_id}, slot={slot}, worker_id={worker}, num_workers={workers}, "
-            f"values={values!r})) + bytes(4)\n"
-            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-            f"s.bind(({src!r}, 0xC000 + {worker}))\n"
-            f"s.sendto(payload, ({aggregator!r}, 4791))\n")
+            f"pkt = bytes(IP(src={src!r}, dst={aggregator!r}, id=1, flags='DF') / UDP("
+            f"sport=0xC000 + {worker}, dport=4791) / BTH(opcode=0xC0, dqpn=1, psn=0) / "
+            f"Aggregation(job_id={job_id}, slot={slot}, worker_id={worker}, "
+            f"num_workers={workers}, values={values!r}))\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)\n"
+            f"s.sendto(pkt, ({aggregator!r}, 0))\n")
     sh(ns, sys.executable, "-c", code)
 
 
