@@ -273,7 +273,7 @@ def tls_cost(args) -> list[Row]:
     import grpc  # noqa: PLC0415
     from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc  # noqa: PLC0415
 
-    from controller.tls import ClientTLS, channel  # noqa: PLC0415
+    from grpctls import ClientTLS, channel  # noqa: PLC0415
     from p4switch.device.process import SwitchProcess  # noqa: PLC0415
     from tests.tls_certs import make_certs  # noqa: PLC0415
 

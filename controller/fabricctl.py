@@ -18,7 +18,7 @@ import yaml
 from google.protobuf import json_format
 from tabulate import tabulate
 
-from controller import tls
+import grpctls
 from controller.proto import fabric_pb2 as api
 from controller.proto import fabric_pb2_grpc
 
@@ -44,7 +44,7 @@ EXIT_OTHER = 8
 
 class Ctx:
     def __init__(self, server: str, as_json: bool, timeout: float,
-                 client_tls: tls.ClientTLS | None = None) -> None:
+                 client_tls: grpctls.ClientTLS | None = None) -> None:
         self.server = server
         self.tls = client_tls
         self.as_json = as_json
@@ -53,7 +53,7 @@ class Ctx:
 
     def call(self, method: str, request):
         if self._stub is None:
-            self._stub = fabric_pb2_grpc.FabricStub(tls.channel(self.server, self.tls))
+            self._stub = fabric_pb2_grpc.FabricStub(grpctls.channel(self.server, self.tls))
         try:
             return getattr(self._stub, method)(request, timeout=self.timeout)
         except grpc.RpcError as err:
@@ -103,7 +103,7 @@ def main(ctx, server, as_json, timeout, ca, cert, key):
     if (cert or key) and not ca:
         raise click.UsageError("--cert/--key need --ca")
     try:
-        client_tls = tls.ClientTLS.from_files(ca, cert, key) if ca else None
+        client_tls = grpctls.ClientTLS.from_files(ca, cert, key) if ca else None
     except ValueError as err:
         raise click.UsageError(str(err)) from None
     ctx.obj = Ctx(server, as_json, timeout, client_tls)

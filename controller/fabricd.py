@@ -25,7 +25,8 @@ from pathlib import Path
 
 import click
 
-from controller import encode_fabric, tls
+import grpctls
+from controller import encode_fabric
 from controller.fabricd_service import serve
 from controller.fabricd_state import Fabric
 from controller.fabricd_watchdog import Watchdog
@@ -104,8 +105,10 @@ def tls_settings(cert, key, client_ca, switch_ca, switch_cert, switch_key):
     if (switch_cert or switch_key) and not switch_ca:
         raise click.UsageError("--switch-cert/--switch-key need --switch-ca")
     try:
-        api_tls = tls.ServerTLS.from_files(cert, key, client_ca) if cert else None
-        switch_tls = (tls.ClientTLS.from_files(switch_ca, switch_cert, switch_key)
+        api_tls = (grpctls.ServerTLS.from_files(cert, key, client_ca,
+                                                 client_auth=client_ca is not None)
+                   if cert else None)
+        switch_tls = (grpctls.ClientTLS.from_files(switch_ca, switch_cert, switch_key)
                       if switch_ca else None)
     except ValueError as err:
         raise click.UsageError(str(err)) from None

@@ -13,9 +13,10 @@ from controller.intent import IntentError
 from controller.p4rt import P4RuntimeError
 from controller.proto import fabric_pb2 as api
 from controller.proto import fabric_pb2_grpc
-from controller.tls import ServerTLS, bind
+from controller.tls import bind
 from fabricmodel import ethereal
 from fabricmodel.loads import lower_bound, max_load
+from grpctls import ServerTLS
 
 
 def _abort(context, err: IntentError):

@@ -13,7 +13,7 @@ from controller import encode_fabric
 from controller.intent import Intent
 from controller.p4rt import Device, P4RuntimeError, Pipeline, Schema
 from controller.proto import fabric_pb2 as api
-from controller.tls import ClientTLS
+from grpctls import ClientTLS
 
 log = logging.getLogger("fabricd")
 

@@ -16,7 +16,7 @@ import grpc
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
-from controller.tls import ClientTLS, channel
+from grpctls import ClientTLS, channel
 
 from .errors import NotPrimaryError, P4RuntimeError, from_rpc_error
 

@@ -16,7 +16,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from controller.tls import ClientTLS
+from grpctls import ClientTLS
 
 from . import sync
 from .connection import Connection

@@ -186,6 +186,9 @@ def _server_tls(server_ssl, cert, key, cacert, client_auth):
         return None
     if not (cert and key):
         raise click.UsageError("--grpc-server-ssl needs --grpc-server-cert and --grpc-server-key")
+    if client_auth and not cacert:
+        raise click.UsageError("--grpc-server-with-client-auth needs --grpc-server-cacert (the CA "
+                               "that signs the clients' certificates)")
     try:
         return ServerTLS.from_files(cert, key, cacert, client_auth)
     except ValueError as exc:

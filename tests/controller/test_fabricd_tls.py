@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from controller import fabricctl, fabricd
 from controller.p4rt import Device, P4RuntimeError
-from controller.tls import ClientTLS, bind
+from controller.tls import bind
+from grpctls import ClientTLS
 from p4switch.device.process import SwitchProcess
 from tests.fabricd_process import Fabricd, difference, intended, read_back
 from tests.tls_certs import make_certs

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from grpctls import is_loopback
 from p4switch.device.cli import run_command
 from p4switch.device.process import SwitchProcess
-from p4switch.runtime.credentials import is_loopback
 from tests.tls_certs import make_certs
 
 
