@@ -107,9 +107,10 @@ class Device:
             for fd, events in poller.poll(200):
                 port = by_fd[fd]
                 try:
-                    if events & (select.POLLERR | select.POLLNVAL | select.POLLHUP) and \
-                            not events & select.POLLIN:
-                        raise PortGone(0, f"{port.ifname}: socket error")
+                    if events & (select.POLLNVAL | select.POLLHUP):
+                        raise PortGone(0, f"{port.ifname}: socket closed")
+                    if events & select.POLLERR:
+                        port.clear_error()         # a link down only: the port stays
                     frames = port.receive()
                 except PortGone as exc:
                     self._port_gone(port, exc)

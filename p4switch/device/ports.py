@@ -1,12 +1,18 @@
 """Switch ports: Linux interfaces opened as AF_PACKET raw sockets. Frames the kernel reports
 back as our own transmissions (PACKET_OUTGOING) are ignored; VLAN tags the kernel stripped are
 put back; TCP/UDP checksums left for offload (CHECKSUM_PARTIAL, e.g. from a veth peer) are
-completed, since the frame leaves through another interface that will not do it."""
+completed, since the frame leaves through another interface that will not do it.
+
+A link that goes down is not a port that is gone: the kernel reports ENETDOWN on the socket
+(once, as its pending error, and on every send while the interface is set down) and binds it
+again by itself when the link comes back up, so the port keeps its socket; only an interface
+that no longer exists (deleted, or another one by the same name) is gone."""
 from __future__ import annotations
 
 import array
 import contextlib
 import errno
+import os
 import socket
 import struct
 
@@ -49,7 +55,26 @@ class RawPort:
             self.sock.close()
             raise
         self.sock.setblocking(False)
+        self.ifindex = socket.if_nametoindex(ifname)
         self.rx = self.tx = self.tx_errors = 0
+
+    def present(self) -> bool:
+        """The interface this socket is bound to still exists (a link down leaves it)."""
+        try:
+            return socket.if_nametoindex(self.ifname) == self.ifindex
+        except OSError:
+            return False
+
+    def link_down(self, err: int) -> bool:
+        """Whether socket error `err` only means that the link went down: the port stays."""
+        return err == errno.ENETDOWN and self.present()
+
+    def clear_error(self) -> None:
+        """Reads the socket's pending error (poll() reports POLLERR until it is read); raises
+        PortGone unless it only says that the link went down."""
+        err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err and not self.link_down(err) or not self.present():
+            raise PortGone(err, f"{self.ifname}: {os.strerror(err) if err else 'socket error'}")
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -63,6 +88,8 @@ class RawPort:
             except BlockingIOError:
                 break
             except OSError as exc:
+                if self.link_down(exc.errno):
+                    break                # nothing comes in until the link is back
                 if exc.errno in GONE_ERRNOS:
                     raise PortGone(exc.errno, f"{self.ifname}: {exc.strerror}") from exc
                 raise
@@ -83,6 +110,8 @@ class RawPort:
             self.tx_errors += 1          # socket buffer full: the frame is lost, as on a wire
         except OSError as exc:
             self.tx_errors += 1
+            if self.link_down(exc.errno):
+                return                   # lost, as on a wire that is down
             if exc.errno in GONE_ERRNOS:
                 raise PortGone(exc.errno, f"{self.ifname}: {exc.strerror}") from exc
             if exc.errno not in (errno.EMSGSIZE, errno.ENOBUFS):

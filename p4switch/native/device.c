@@ -7,6 +7,7 @@
  * the CPU port and the news that digests are waiting go to Python over a datagram socket. */
 #include <poll.h>
 #include <errno.h>
+#include <net/if.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -260,6 +261,26 @@ static void flush_dirty(void) {
 static uint8_t RXBUF[BATCH][MAXFRAME + 4];
 static uint8_t RXCTL[BATCH][CMSG_SPACE(sizeof(struct tpacket_auxdata))];
 
+/* The interface a port's socket is bound to still exists. A link that goes down leaves it
+ * (the kernel reports ENETDOWN once and binds the socket again when the link is back up);
+ * a deleted interface leaves the socket bound to no interface (index -1). */
+static int port_present(int fd) {
+    struct sockaddr_ll ll;
+    socklen_t len = sizeof ll;
+    char name[IF_NAMESIZE];
+    return !getsockname(fd, (struct sockaddr *)&ll, &len) && ll.sll_ifindex > 0
+        && if_indextoname((unsigned)ll.sll_ifindex, name) != NULL;
+}
+
+/* poll() said POLLERR: reads (clears) the socket's error; 1 when it only says that the link
+ * went down, so the port stays (ports.RawPort.clear_error) */
+static int link_down_only(int fd) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (IO_MODE == IO_AFXDP || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)) return 0;
+    return (err == 0 || err == ENETDOWN) && port_present(fd);
+}
+
 static int receive_batch(int fd, uint32_t port) {
     struct mmsghdr m[BATCH];
     struct iovec v[BATCH];
@@ -272,6 +293,7 @@ static int receive_batch(int fd, uint32_t port) {
         m[i].msg_hdr.msg_control = RXCTL[i]; m[i].msg_hdr.msg_controllen = sizeof RXCTL[i];
     }
     int got = recvmmsg(fd, m, BATCH, MSG_DONTWAIT, NULL);
+    if (got < 0 && errno == ENETDOWN && port_present(fd)) return 0;   /* the link went down */
     if (got <= 0) return got < 0 && errno != EAGAIN && errno != EINTR ? -1 : 0;
     pthread_mutex_lock(&LOCK);
     tick();
@@ -475,7 +497,9 @@ int dev_ingress_loop(int nports, const int *fds, const uint32_t *numbers, int wa
         for (int i = 0; i < nports; i++) {
             if (IO_MODE == IO_MMAP_V3 && live[i] && !pf[i].revents) { port_receive(pf[i].fd, numbers[i]); continue; }
             if (!live[i] || !pf[i].revents) continue;
-            if (!(pf[i].revents & POLLIN) || port_receive(pf[i].fd, numbers[i]) < 0) {
+            int bad = pf[i].revents & (POLLNVAL | POLLHUP)
+                || (pf[i].revents & POLLERR && !link_down_only(pf[i].fd));
+            if (bad || (pf[i].revents & POLLIN && port_receive(pf[i].fd, numbers[i]) < 0)) {
                 live[i] = 0; pf[i].fd = -1; *gone = (int)numbers[i];
                 return 1;          /* Python reports it and calls again without the port */
             }

@@ -1,6 +1,7 @@
 """`p4switch run` on real interfaces: hosts in namespaces routed through an L3 program
 configured over P4Runtime, egress queues filling and tail-dropping, packet I/O with the
-controller through the CPU port, and a port whose interface vanishes."""
+controller through the CPU port, a port whose link flaps and a port whose interface
+vanishes."""
 import itertools
 import os
 import pathlib
@@ -276,6 +277,46 @@ def test_packet_out_packet_in_and_digest(target, links, tmp_path):
             assert list(sh.TableEntry("MyIngress.mac_table").read())
         finally:
             sh.teardown()
+
+
+# --- a link that goes down and comes back ----------------------------------------------------------
+def forwarded(tx: socket.socket, rx: socket.socket, seq: int, within: float = 30.0) -> bool:
+    """Sends a frame every 50 ms until one comes out of the other port (a veth that was set
+    up again takes a moment to have carrier)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        tx.send(frame(b"\x02" * 6, b"\x04" * 6, seq))
+        try:
+            data, addr = rx.recvfrom(2048)
+        except TimeoutError:
+            continue
+        if addr[2] != socket.PACKET_OUTGOING and data[14:18] == seq.to_bytes(4, "big"):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_link_down_and_up_keeps_the_port(backend, links):
+    """A port whose link is set down (its socket gets ENETDOWN, sends to it fail) forwards
+    again once the link is back up: a link that flaps is not an interface that is gone. It
+    used to be: the switch dropped the port for good, and a leaf-spine link that flapped
+    stayed dead in one direction (tests/controller/test_fabricd_faults.py)."""
+    (sw_a, host_a), (sw_b, host_b) = links.local(), links.local()
+    args = [str(PROGRAMS / "queue.p4"), "--backend", backend, "-i", f"1@{sw_a}",
+            "-i", f"2@{sw_b}"]
+    with SwitchProcess(args) as switch:
+        tx, rx = raw_socket(host_a), raw_socket(host_b)
+        assert forwarded(tx, rx, 0)
+        # the ingress port, then the egress port, which is sent to while it is down
+        for seq, dev in enumerate([sw_a, sw_b, sw_a, sw_b], start=1):
+            ip("link", "set", dev, "down")
+            if dev == sw_b:        # through the switch, into the port that is down
+                tx.send(frame(b"\x02" * 6, b"\x04" * 6, 1000 + seq))
+            time.sleep(0.3)        # the switch's loops see the error
+            ip("link", "set", dev, "up")
+            assert forwarded(tx, rx, seq), f"nothing forwarded after {dev} came back up"
+        assert switch.proc.poll() is None
+        assert not any("gone" in line for line in switch.output), switch.output
 
 
 # --- console log and pcap files ------------------------------------------------------------------
