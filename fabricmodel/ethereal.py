@@ -331,8 +331,15 @@ class EtherealRank:
         """A source port steering the longest possible prefix of the hops; how many it steers.
         Switches apply the same hash, so groups of equal size at two hops can conflict."""
         taken = self._taken(dst, pid)
-        choices = self._steer[pid].choices
-        crc = self._ports.crcs(self._base ^ int(self._hosts.crc[dst]))
+        steer = self._steer[pid]
+        key = self._base ^ int(self._hosts.crc[dst])
+        if steer.modulus > 0:
+            # the longest compatible prefix is one power-of-two condition: its ports, in order
+            for port in self._ports.ports_for(key, steer.modulus, steer.member):
+                if port not in taken:
+                    return port, steer.steered
+        choices = steer.choices
+        crc = self._ports.crcs(key)
         for steered in range(len(choices), 0, -1):
             want = [(size, member) for _, size, member in choices[:steered]]
             if _compatible(want):
@@ -565,6 +572,7 @@ class _PortTables:
         self.port_term = np.array([zlib.crc32(struct.pack("!IIBHH", 0, 0, 0, p, 0)) ^ zero
                                    for p in ports], dtype=np.uint64)
         self._first: dict[int, np.ndarray] = {}
+        self._by_low: dict[int, list[list[int]]] = {}
         self._dst_basis = np.array([zlib.crc32(struct.pack("!IIBHH", 0, 1 << b, 0, 0, 0)) ^ zero
                                     for b in range(32)], dtype=np.uint64)
 
@@ -599,6 +607,17 @@ class _PortTables:
             want = (member[rows] ^ (key_crc[rows].astype(np.int64) & (int(g) - 1)))
             out[rows] = first[want]
         return out
+
+    def ports_for(self, key_crc: int, modulus: int, member: int) -> list[int]:
+        """Every port whose crc modulo `modulus` (a power of two) is `member`, ascending."""
+        by_low = self._by_low.get(modulus)
+        if by_low is None:
+            low = (self.port_term & np.uint64(modulus - 1)).astype(np.int64)
+            order = np.argsort(low, kind="stable") + rocev2.SPORT_MIN
+            cuts = np.searchsorted(low[order - rocev2.SPORT_MIN], np.arange(modulus + 1))
+            by_low = self._by_low[modulus] = [order[a:b].tolist()
+                                              for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+        return by_low[member ^ (key_crc & (modulus - 1))]
 
     def _first_ports(self, g: int) -> np.ndarray:
         if g not in self._first:

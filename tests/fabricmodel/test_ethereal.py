@@ -250,3 +250,17 @@ def test_plan_ranks_is_plan_as_columns(topo):
         EtherealRank(topo, hosts[0]).plan_ranks([1], [0])
     with pytest.raises(ValueError, match="destination ranks"):
         EtherealRank(topo, hosts[0]).plan_ranks([n], [10])
+
+
+def test_the_port_lookup_lists_every_port_that_hashes_onto_the_member():
+    # _search's table lookup must give exactly the ports its general search would scan
+    import numpy as np
+
+    from fabricmodel.ethereal import _PortTables
+    tables = _PortTables.get()
+    for key in (0, 0x1234_5678, 0xFFFF_FFFF):
+        crc = tables.crcs(key)
+        for g in (1, 2, 8, 32, 4096):
+            for m in {0, 1 % g, g - 1}:
+                want = [rocev2.SPORT_MIN + int(k) for k in np.flatnonzero(crc % g == m)]
+                assert tables.ports_for(key, g, m) == want
