@@ -258,7 +258,12 @@ class Fabric {
       std::pop_heap(events_.begin(), events_.end(), Later());
       Event ev = events_.back();
       events_.pop_back();
-      now_ = ev.ts;
+      if (ev.lane >= 0) {            // the head of a lane: its next event takes its place
+        Fifo<Event>& lane = lanes_[ev.lane].events;
+        lane.pop_front();
+        if (!lane.empty()) push_heap(lane.front());
+      }
+      if (ev.ts != now_) { now_ = ev.ts; now_s_ = ns3::TimeStep(now_).GetSeconds(); }
       event_count_++;
       if (ev.kind == STOP) break;
       dispatch(ev);
@@ -364,7 +369,7 @@ class Fabric {
     uint64_t tx_bytes = 0, tx_data = 0;      // wire bytes sent, payload bytes sent
   };
 
-  double now() const { return ns3::TimeStep(now_).GetSeconds(); }
+  double now() const { return now_s_; }
   // ---- events: ns-3's order (timestamp, then the order they were scheduled in) -------------
   enum Kind : uint8_t { TX_DONE, DELIVER, PUMP, ADVANCE, CC_TICK, TIMEOUT, MCAST_EMIT, AGG_EMIT,
                         TIMER, STOP };
@@ -374,19 +379,50 @@ class Fabric {
     int32_t a;
     uint32_t b;
     Kind kind;
+    int16_t lane;                    // the lane it waits in, -1: the heap alone
   };
+  // Events scheduled with one delay come due in the order they were scheduled: each such
+  // delay (a packet size's wire time, with or without the propagation delay; the RTO; DCQCN's
+  // period) gets a FIFO lane, and only a lane's head is in the heap. The heap then holds a few
+  // thousand entries instead of one per QP's timer and per packet in flight, and the order of
+  // events is unchanged (a lane's head always has its smallest (ts, uid)).
+  struct Lane { int64_t delay; Fifo<Event> events; };
+  static constexpr size_t MAX_LANES = 256;
   struct Later {
     bool operator()(const Event& x, const Event& y) const {
       return x.ts > y.ts || (x.ts == y.ts && x.uid > y.uid);
     }
   };
-  uint64_t schedule_ticks(int64_t delay, Kind kind, int32_t a, uint32_t b = 0) {
-    events_.push_back({now_ + delay, next_uid_, a, b, kind});
+  void push_heap(const Event& ev) {
+    events_.push_back(ev);
     std::push_heap(events_.begin(), events_.end(), Later());
+  }
+  uint64_t schedule_ticks(int64_t delay, Kind kind, int32_t a, uint32_t b = 0) {
+    push_heap({now_ + delay, next_uid_, a, b, kind, -1});
     return next_uid_++;
   }
   uint64_t schedule(const ns3::Time& delay, Kind kind, int32_t a, uint32_t b = 0) {
     return schedule_ticks(delay.GetTimeStep(), kind, a, b);
+  }
+  // schedule_ticks for an event whose delay recurs (see Lane).
+  uint64_t schedule_lane(int64_t delay, Kind kind, int32_t a, uint32_t b = 0) {
+    int k = lane_of(delay);
+    if (k < 0) return schedule_ticks(delay, kind, a, b);
+    Event ev{now_ + delay, next_uid_, a, b, kind, int16_t(k)};
+    Fifo<Event>& lane = lanes_[k].events;
+    if (lane.empty()) push_heap(ev);
+    lane.push_back(ev);
+    return next_uid_++;
+  }
+  uint64_t schedule_lane(const ns3::Time& delay, Kind kind, int32_t a, uint32_t b = 0) {
+    return schedule_lane(delay.GetTimeStep(), kind, a, b);
+  }
+  int lane_of(int64_t delay) {
+    for (size_t k = 0; k < lanes_.size(); k++)
+      if (lanes_[k].delay == delay) return k;
+    if (lanes_.size() == MAX_LANES) return -1;
+    lanes_.push_back({delay, {}});
+    return lanes_.size() - 1;
   }
   void dispatch(const Event& ev) {
     switch (ev.kind) {
@@ -456,8 +492,8 @@ class Fabric {
     l.busy = true;
     int64_t tx = tx_ticks(WIRE_HEADER + pool_[p].size);
     int id = &l - links_.data();
-    schedule_ticks(tx, TX_DONE, id);
-    schedule_ticks(tx + delay_, DELIVER, l.peer, p);
+    schedule_lane(tx, TX_DONE, id);
+    schedule_lane(tx + delay_, DELIVER, l.peer, p);
   }
 
   void transmit_complete(int id) {
@@ -599,7 +635,7 @@ class Fabric {
     auto& st = jobs_[job].steps[rank][step];
     st.received += bytes;
     if (st.received >= st.expect && jobs_[job].cur[rank] == step)
-      schedule_ticks(0, ADVANCE, rank, job);
+      schedule_lane(0, ADVANCE, rank, job);
   }
 
   // ---- host: sender ----------------------------------------------------------------------
@@ -629,7 +665,7 @@ class Fabric {
     q.increase_rounds = 0;
     if (!q.cc_armed) {
       q.cc_armed = true;
-      schedule(ns3::Seconds(cc_period), CC_TICK, q.id);
+      schedule_lane(ns3::Seconds(cc_period), CC_TICK, q.id);
     }
   }
 
@@ -642,7 +678,7 @@ class Fabric {
     if (++q.increase_rounds > 5) q.target = std::min(line_bps, q.target + line_bps * ai_frac);
     q.rate = std::min(line_bps, (q.rate + q.target) / 2);
     if (q.rate >= line_bps && q.alpha < 1e-3) { q.cc_armed = false; return; }
-    schedule(ns3::Seconds(cc_period), CC_TICK, id);
+    schedule_lane(ns3::Seconds(cc_period), CC_TICK, id);
   }
 
   uint16_t pick_ev(Qp& q) {
@@ -724,7 +760,7 @@ class Fabric {
     send_on(host, 0, new_packet(h, size), true);
     if (!q.timer_armed) {
       q.timer_armed = true;
-      schedule(ns3::Seconds(rto), TIMEOUT, q.id);
+      schedule_lane(ns3::Seconds(rto), TIMEOUT, q.id);
     }
     return size;
   }
@@ -772,8 +808,8 @@ class Fabric {
     }
     if (fired || oldest >= 0) {
       q.timer_armed = true;
-      double at = fired ? rto : std::max(1e-9, oldest + rto - t);
-      schedule(ns3::Seconds(at), TIMEOUT, id);
+      if (fired) schedule_lane(ns3::Seconds(rto), TIMEOUT, id);
+      else schedule(ns3::Seconds(std::max(1e-9, oldest + rto - t)), TIMEOUT, id);
     }
   }
 
@@ -818,7 +854,9 @@ class Fabric {
   std::vector<Packet> pool_;
   std::vector<uint32_t> free_;
   std::vector<Event> events_;               // a binary heap, the soonest on top
+  std::vector<Lane> lanes_;
   int64_t now_ = 0;
+  double now_s_ = 0;                        // now_ in seconds
   uint64_t next_uid_ = 0, event_count_ = 0;
   std::vector<Emit> emits_;
   std::vector<std::vector<std::vector<int>>> groups_;     // switch, destination leaf -> ports
