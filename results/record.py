@@ -25,8 +25,13 @@ def machine() -> str:
 
 
 def commit() -> str:
-    out = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
-                         capture_output=True, text=True)
+    """The checkout's commit; "unknown" where there is no git or no .git (the docker image
+    has neither), since a run must not fail for want of its stamp."""
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+                             capture_output=True, text=True)
+    except OSError:
+        return "unknown"
     return out.stdout.strip() or "unknown"
 
 

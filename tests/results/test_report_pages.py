@@ -82,3 +82,10 @@ def test_stamp_names_the_command_as_typed():
     assert invocation([str(ROOT / "sim" / "jobs" / "__main__.py"), "--load", "0.9"]) == \
         ["python", "-m", "sim.jobs", "--load", "0.9"]
     assert invocation([str(ROOT / "mininet" / "demo.py"), "--pcap"]) == ["mininet/demo.py", "--pcap"]
+
+
+def test_a_table_is_recorded_where_git_is_missing(tmp_path, monkeypatch):
+    """The docker image has no git: the demo's tables are still written, stamped "unknown"."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    path = save_table(tmp_path, "t", "T", ["a"], [[1]], command="demo")
+    assert Table(path).stamp["commit"] == "unknown"
