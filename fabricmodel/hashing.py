@@ -56,6 +56,15 @@ def connection_sport(*key: object) -> int:
     return SPORT_MIN | (int.from_bytes(digest, "big") & 0x3FFF)
 
 
+def connection_sports(src: object, dsts, *rest: object) -> list[int]:
+    """`connection_sport(src, dst, *rest)` for each of `dsts`, in one call."""
+    head, tail = f"{src}/", "".join(f"/{k}" for k in rest)
+    blake = hashlib.blake2s
+    return [SPORT_MIN | (int.from_bytes(blake(f"{head}{d}{tail}".encode(), digest_size=2).digest(),
+                                        "big") & 0x3FFF)
+            for d in dsts]
+
+
 def sport_for_member(src_ip: IPLike, dst_ip: IPLike, dport: int, group_size: int,
                      member: int, exclude=()) -> int:
     """The lowest RoCEv2 source port (0xC000-0xFFFF) not in `exclude` that lands on `member`.

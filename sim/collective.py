@@ -15,12 +15,16 @@ Per-packet work stays in C++; Python runs once per (rank, step) and once per Eth
 from __future__ import annotations
 
 import bisect
+import functools
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from fabricmodel import ethereal
+import numpy as np
+
+from fabricmodel import ethereal, hashing
 from fabricmodel.topology import Topology
-from sim.fabric import MODES, LinkSpec, SimFabric, Transport
+from sim.fabric import MODES, LinkSpec, SimFabric, Transport, add_qps
 from sim.workloads import steps as make_steps
 
 POLICIES = ("ecmp", "spray", "reps", "ethereal")
@@ -44,34 +48,50 @@ class Policy:
 
     def open(self, job: int, rank: int, step: int, flows: list[ethereal.Flow]) -> None:
         """One engine call per (rank, step): the QPs of its flows, in order."""
-        e, mtu = self.fab.engine, self.fab.transport.mtu
         if not flows:
             return
-        dsts = [self.fab.index[f.dst] for f in flows]
-        if self.policy == "ethereal" and len({f.dst_qp for f in flows}) == 1:
-            plan = self.planners[flows[0].src].plan_ranks(dsts, [f.bytes for f in flows],
-                                                          dst_qp=flows[0].dst_qp)
-            for i in plan.pinned_rows():
-                for pin in plan.pins(int(i)):
-                    self.fab.add_pin(pin.switch, pin.src_ip, pin.dst_ip, pin.sport, pin.port)
-            modes = [MODES["ecmp"], MODES["pinned"]]
-            self.subflows.add(e.qp_count(), plan)
-            e.add_qps(job, rank, step, plan.dst.tolist(), plan.bytes.tolist(), mtu,
-                      plan.sport.tolist(), [modes[p >= 0] for p in plan.path.tolist()])
+        if len({f.dst_qp for f in flows}) == 1:
+            self.open_ranks(job, rank, step, [self.fab.index[f.dst] for f in flows],
+                            [f.bytes for f in flows], flows[0].dst_qp)
         elif self.policy == "ethereal":
+            e = self.fab.engine
             subs = self.planners[flows[0].src].plan(flows)
             for sub in subs:
                 self._pins(sub)
             first = e.qp_count()
-            e.add_qps(job, rank, step, [self.fab.index[sub.flow.dst] for sub in subs],
-                      [sub.bytes for sub in subs], mtu, [sub.sport for sub in subs],
-                      [MODES["pinned"] if sub.path is not None else MODES["ecmp"]
-                       for sub in subs])
+            add_qps(e, job, rank, step, [self.fab.index[sub.flow.dst] for sub in subs],
+                    [sub.bytes for sub in subs], self.fab.transport.mtu,
+                    [sub.sport for sub in subs],
+                    [MODES["pinned"] if sub.path is not None else MODES["ecmp"] for sub in subs])
             for k, sub in enumerate(subs):
                 self.subflows[first + k] = sub
         else:
-            e.add_qps(job, rank, step, dsts, [f.bytes for f in flows], mtu,
-                      [f.connection_sport for f in flows], [MODES[self.policy]])
+            add_qps(self.fab.engine, job, rank, step, [self.fab.index[f.dst] for f in flows],
+                    [f.bytes for f in flows], self.fab.transport.mtu,
+                    [f.connection_sport for f in flows], [MODES[self.policy]])
+
+    def open_ranks(self, job: int, rank: int, step: int, dsts, sizes, dst_qp: int) -> None:
+        """`open` for flows from host `rank` to host ranks `dsts` of `sizes` bytes, all on NIC
+        queue pair `dst_qp`, given as arrays: no object per flow."""
+        e, mtu = self.fab.engine, self.fab.transport.mtu
+        if not len(dsts):
+            return
+        if self.policy == "ethereal":
+            plan = self.planners[self.fab.names[rank]].plan_ranks(dsts, sizes, dst_qp=dst_qp)
+            for i in plan.pinned_rows():
+                for pin in plan.pins(int(i)):
+                    self.fab.add_pin(pin.switch, pin.src_ip, pin.dst_ip, pin.sport, pin.port)
+            self.subflows.add(e.qp_count(), plan)
+            add_qps(e, job, rank, step, plan.dst, plan.bytes, mtu, plan.sport,
+                    np.where(plan.path >= 0, MODES["pinned"], MODES["ecmp"]))
+            return
+        if self.policy == "ecmp":
+            names = self.fab.names
+            sports = hashing.connection_sports(names[rank], [names[d] for d in dsts], dst_qp)
+        else:
+            # spraying and REPS draw a port per packet: the connection's port is never read
+            sports = np.zeros(len(dsts), dtype=np.int64)
+        add_qps(e, job, rank, step, dsts, sizes, mtu, sports, [MODES[self.policy]])
 
     def timeout(self, qp: int) -> None:
         sub = self.subflows[qp]
@@ -92,20 +112,14 @@ class Run:
         self.topo, self.algorithm, self.size, self.policy = topo, algorithm, size, policy
         self.seed = seed
         n = len(topo.hosts)
-        self.steps = make_steps(algorithm, n, size)
+        self.schedule = _schedule(algorithm, n, size)
         self.fab = SimFabric(topo, link, transport, failed, seed=seed + 1)
         self.names = [h.name for h in self.fab.hosts]
-        self.out_flows: list[list[list]] = [[[] for _ in self.steps] for _ in range(n)]
-        expect = [[0] * len(self.steps) for _ in range(n)]
-        for s, step in enumerate(self.steps):
-            for f in step.flows:
-                self.out_flows[f.src][s].append(f)
-                expect[f.dst][s] += f.bytes
         e = self.fab.engine
         self.job = e.add_job()
-        for r in range(n):
-            for s in range(len(self.steps)):
-                e.add_step(self.job, r, expect[r][s])
+        for r, expect in enumerate(self.schedule.expect.tolist()):
+            for want in expect:
+                e.add_step(self.job, r, want)
         self.sender = Policy(self.fab, policy, seed)
         self.planners = self.sender.planners        # each rank's EtherealRank
         self.subflows = self.sender.subflows        # QP -> its Ethereal sub-flow
@@ -116,9 +130,8 @@ class Run:
     # ---- callbacks from the engine --------------------------------------------------------
     def _arrive(self, job: int, rank: int, s: int) -> None:
         start = time.perf_counter()
-        flows = [ethereal.Flow(self.names[f.src], self.names[f.dst], f.bytes, dst_qp=self.seed)
-                 for f in self.out_flows[rank][s]]
-        self.sender.open(job, rank, s, flows)
+        dst, size = self.schedule.flows_of(rank, s)
+        self.sender.open_ranks(job, rank, s, dst, size, self.seed)
         self.python_s += time.perf_counter() - start
 
     def _timeout(self, qp: int) -> None:
@@ -165,6 +178,43 @@ def run_case(topo: Topology, algorithm: str, size: int, failed: tuple[int, ...],
     """One seeded run, start to finish: what a sweep's task is (sim/sweep.py)."""
     return Run(topo, algorithm, size, policy, link=link, transport=transport, failed=failed,
                seed=seed).run()
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    """A collective's steps as arrays: per step its flows by sending rank (destination ranks
+    and bytes), and what each rank receives per step. Built once per (algorithm, ranks, size)
+    and process: a 1,024-host all-to-all has a million flows, and a Dask worker runs the same
+    collective under every policy."""
+    starts: list[np.ndarray]       # per step: rank r's flows are rows starts[r]:starts[r + 1]
+    dst: list[np.ndarray]
+    size: list[np.ndarray]
+    expect: np.ndarray             # [rank, step]: bytes to receive
+
+    def flows_of(self, rank: int, step: int) -> tuple[np.ndarray, np.ndarray]:
+        a, b = self.starts[step][rank], self.starts[step][rank + 1]
+        return self.dst[step][a:b], self.size[step][a:b]
+
+
+@functools.lru_cache(maxsize=4)
+def _schedule(algorithm: str, n: int, size: int) -> _Schedule:
+    starts, dsts, sizes = [], [], []
+    expect = np.zeros((n, 0), dtype=np.int64)
+    for step in make_steps(algorithm, n, size):
+        m = len(step.flows)
+        cols = np.fromiter((x for f in step.flows for x in (f.src, f.dst, f.bytes)),
+                           dtype=np.int64, count=3 * m).reshape(m, 3)
+        order = np.argsort(cols[:, 0], kind="stable")     # each rank's flows in step order
+        src, dst, nbytes = (cols[order, k] for k in range(3))
+        starts.append(np.searchsorted(src, np.arange(n + 1)))
+        dsts.append(dst)
+        sizes.append(nbytes)
+        got = np.zeros(n, dtype=np.int64)
+        np.add.at(got, dst, nbytes)
+        expect = np.column_stack((expect, got))
+    for a in (*starts, *dsts, *sizes, expect):
+        a.setflags(write=False)
+    return _Schedule(starts, dsts, sizes, expect)
 
 
 class SubFlows(Mapping):

@@ -116,11 +116,9 @@ struct Qp {
   uint16_t sport = 0;
   uint64_t bytes = 0;
   uint32_t npkts = 0, mtu = 0;
+  uint64_t base = 0;                  // its packets' state: Fabric::pkts_[base, base + npkts)
   // sender
   uint32_t next_new = 0, acked_count = 0, inflight = 0, first_unacked = 0;
-  std::vector<uint8_t> acked, lost;
-  std::vector<double> sent_at;
-  std::vector<uint16_t> sent_ev;
   Fifo<uint32_t> retx;
   double next_send = 0, rate = 0, target = 0, alpha = 1, last_cut = -1;
   int increase_rounds = 0;
@@ -131,7 +129,6 @@ struct Qp {
   uint32_t explored = 0;
   uint16_t explore_base = 0;
   // receiver
-  std::vector<uint8_t> got;
   uint32_t got_count = 0;
   double started = 0, finished = -1;
   // a job's multicast or aggregation send: unacknowledged packets to this address
@@ -139,6 +136,14 @@ struct Qp {
   uint8_t raw_flags = 0;
 
   bool has_work() const { return !done && (!retx.empty() || next_new < npkts); }
+};
+
+// A QP's state per packet, kept for every QP in one array (a 1,024-host all-to-all has a
+// million one-packet QPs: five small vectors each cost more than the packets).
+struct PktState {
+  double sent_at = 0;
+  uint16_t sent_ev = 0;              // the source port it was sent with
+  uint8_t acked = 0, lost = 0, got = 0;
 };
 
 struct McastTree {                  // a group's shared tree: ports to copy to, per switch
@@ -225,9 +230,8 @@ class Fabric {
     q.id = qps_.size(); q.job = job; q.src = src; q.dst = dst; q.step = step; q.mode = mode;
     q.sport = sport; q.bytes = bytes; q.mtu = mtu;
     q.npkts = (bytes + mtu - 1) / mtu;
-    q.acked.assign(q.npkts, 0); q.lost.assign(q.npkts, 0);
-    q.sent_at.assign(q.npkts, 0); q.sent_ev.assign(q.npkts, 0);
-    q.got.assign(q.npkts, 0);
+    q.base = pkts_.size();
+    pkts_.resize(pkts_.size() + q.npkts);
     q.rate = q.target = line_bps;
     q.started = now();
     q.explore_base = SPORT_MIN | (rng_() & SPORT_MASK);
@@ -237,14 +241,12 @@ class Fabric {
     wake(src);
     return q.id;
   }
-  // add_qp for each (dsts[i], bytes[i], sports[i], modes[i] or modes[0]) in turn: one call from
-  // Python per rank step.
-  void add_qps(int job, int src, int step, const std::vector<int>& dsts,
-               const std::vector<uint64_t>& bytes, uint32_t mtu,
-               const std::vector<uint16_t>& sports, const std::vector<int>& modes) {
-    for (size_t i = 0; i < dsts.size(); i++)
-      add_qp(job, src, dsts[i], step, bytes[i], mtu, sports[i],
-             modes.size() == 1 ? modes[0] : modes[i]);
+  // add_qp for each (dsts[i], bytes[i], sports[i], modes[i] or modes[0]) of n in turn: one
+  // call from Python per rank step, on its numpy arrays (int64, no copy).
+  void add_qps(int job, int src, int step, int n, const int64_t* dsts, const int64_t* bytes,
+               uint32_t mtu, const int64_t* sports, const int64_t* modes, int nmodes) {
+    for (int i = 0; i < n; i++)
+      add_qp(job, src, dsts[i], step, bytes[i], mtu, sports[i], modes[nmodes == 1 ? 0 : i]);
   }
   void repath(int qp, uint16_t sport) {       // Ethereal's re-pick, decided in Python
     qps_[qp].sport = sport;
@@ -619,8 +621,8 @@ class Fabric {
     a.qp = h.qp; a.psn = h.psn; a.ev = h.sport; a.nhops = h.nhops;
     for (int k = 0; k < MAX_HOPS; k++) a.hops[k] = h.hops[k];
     a.flags = ACK | ((h.flags & CE) ? ECE : 0);
-    if (!q.got[h.psn]) {             // placed by PSN, whatever arrived before it
-      q.got[h.psn] = 1;
+    if (!pkts_[q.base + h.psn].got) {             // placed by PSN, whatever arrived before it
+      pkts_[q.base + h.psn].got = 1;
       q.got_count++;
       credit(q.job, q.dst, q.step, size);
     } else {
@@ -641,10 +643,10 @@ class Fabric {
   // ---- host: sender ----------------------------------------------------------------------
   void sender_ack(const RoceHeader& h) {
     Qp& q = qps_[h.qp];
-    if (q.done || q.acked[h.psn]) return;
-    q.acked[h.psn] = 1;
+    if (q.done || pkts_[q.base + h.psn].acked) return;
+    pkts_[q.base + h.psn].acked = 1;
     q.acked_count++;
-    if (!q.lost[h.psn]) q.inflight--;
+    if (!pkts_[q.base + h.psn].lost) q.inflight--;
     if (q.mode == REPS && !(h.flags & ECE)) {
       q.cache.push_back(h.ev);
       if (q.cache.size() > reps_cache) q.cache.pop_front();
@@ -738,10 +740,10 @@ class Fabric {
   uint32_t transmit(int host, Qp& q) {
     if (q.raw_dst) return transmit_raw(host, q);
     uint32_t psn;
-    while (!q.retx.empty() && q.acked[q.retx.front()]) q.retx.pop_front();  // acked meanwhile
+    while (!q.retx.empty() && pkts_[q.base + q.retx.front()].acked) q.retx.pop_front();  // acked meanwhile
     if (!q.retx.empty()) {
       psn = q.retx.front(); q.retx.pop_front();
-      q.lost[psn] = 0;
+      pkts_[q.base + psn].lost = 0;
       q.retransmitted++; retransmitted++;
     } else if (q.next_new < q.npkts) {
       psn = q.next_new++;
@@ -752,8 +754,8 @@ class Fabric {
     RoceHeader h;
     h.src = node_ip_[host]; h.dst = node_ip_[q.dst]; h.qp = q.id; h.psn = psn;
     h.sport = pick_ev(q);
-    q.sent_ev[psn] = h.sport;
-    q.sent_at[psn] = now();
+    pkts_[q.base + psn].sent_ev = h.sport;
+    pkts_[q.base + psn].sent_at = now();
     q.inflight++;
     packets_sent++;
     q.next_send = now() + (WIRE_HEADER + size) * 8.0 / q.rate;
@@ -786,18 +788,18 @@ class Fabric {
     if (q.done) return;
     double t = now(), oldest = -1;
     bool fired = false;
-    while (q.first_unacked < q.npkts && q.acked[q.first_unacked]) q.first_unacked++;
+    while (q.first_unacked < q.npkts && pkts_[q.base + q.first_unacked].acked) q.first_unacked++;
     for (uint32_t psn = q.first_unacked; psn < q.next_new; psn++) {
-      if (q.acked[psn] || q.lost[psn]) continue;
-      if (t - q.sent_at[psn] >= rto - 1e-12) {
-        q.lost[psn] = 1; q.inflight--; q.retx.push_back(psn);
+      if (pkts_[q.base + psn].acked || pkts_[q.base + psn].lost) continue;
+      if (t - pkts_[q.base + psn].sent_at >= rto - 1e-12) {
+        pkts_[q.base + psn].lost = 1; q.inflight--; q.retx.push_back(psn);
         fired = true;
         if (q.mode == REPS) {        // a timeout evicts the entropy that led into it
-          uint16_t ev = q.sent_ev[psn];
+          uint16_t ev = pkts_[q.base + psn].sent_ev;
           q.cache.remove(ev);
         }
-      } else if (oldest < 0 || q.sent_at[psn] < oldest) {
-        oldest = q.sent_at[psn];
+      } else if (oldest < 0 || pkts_[q.base + psn].sent_at < oldest) {
+        oldest = pkts_[q.base + psn].sent_at;
       }
     }
     if (fired) {
@@ -865,6 +867,7 @@ class Fabric {
   std::vector<uint32_t> node_ip_;
   std::vector<Nic> nic_;
   std::vector<Qp> qps_;
+  std::vector<PktState> pkts_;
   std::deque<Job> jobs_;             // a deque: references stay valid as jobs are added
   std::unordered_map<uint32_t, McastTree> mcast_;
   std::unordered_map<uint32_t, AggJob> agg_;

@@ -17,6 +17,8 @@ import os
 import pathlib
 from dataclasses import dataclass
 
+import numpy as np
+
 from fabricmodel import rocev2
 from fabricmodel.routing import Routing
 from fabricmodel.topology import HOST_PORT, Topology, leaf_spine
@@ -88,21 +90,45 @@ def ns3():
 
 
 def _warm_up() -> None:
-    """Cling compiles each engine function on its first call: a tiny run through every
-    per-packet path (each entropy mode, a failed link's timeouts, ECN) does it here, so that
-    no run's wall time includes compiling."""
-    fab = SimFabric(leaf_spine(2, 2, 2), failed=(leaf_spine(2, 2, 2).link("leaf1", "spine1").index,),
+    """Cling compiles each engine function on its first call, and cppyy a converter for each
+    kind of Python callback on its first assignment (0.2-0.4 s each): a tiny run through every
+    per-packet path (each entropy mode, a failed link's timeouts, ECN) and every callback,
+    QPs added from `on_arrive` as runs add them, does it here, so that no run's wall time
+    includes compiling."""
+    topo = leaf_spine(2, 2, 2)
+    fab = SimFabric(topo, failed=(topo.link("leaf1", "spine1").index,),
                     transport=Transport(ecn_kmin=0, ecn_kmax=1))
     e = fab.engine
     job = e.add_job()
     for rank in range(4):
         e.add_step(job, rank, 0)
-    e.add_qps(job, 0, 0, [2, 3, 2, 3], [40_000] * 4, 4096, [0xC001, 0xC002, 0xC003, 0xC004],
-              list(MODES.values()))
+
+    def arrive(job: int, rank: int, step: int) -> None:
+        if rank == 0:
+            add_qps(e, job, 0, step, [2, 3, 2, 3], [40_000] * 4, 4096,
+                    [0xC001, 0xC002, 0xC003, 0xC004], list(MODES.values()))
+
+    e.on_arrive = arrive
+    e.on_done = lambda job, rank: None
+    e.on_timeout = lambda qp: e.repath(qp, 0xC005)
+    e.on_timer = lambda timer: None
+    e.timer(1e-6, 0)
     for rank in range(4):
         e.start_rank(job, rank)
     fab.run(0.01)
     fab.close()
+
+
+def add_qps(engine, job: int, src: int, step: int, dsts, sizes, mtu: int, sports, modes) -> None:
+    """The engine's QPs from `src` to host nodes `dsts` of `sizes` bytes, source ports `sports`,
+    entropy modes `modes` (one each, or one for all): sequences or numpy arrays, passed to
+    C++ as int64 arrays in one call."""
+    cols = [np.ascontiguousarray(c, dtype=np.int64) for c in (dsts, sizes, sports, modes)]
+    n = len(cols[0])
+    if len(cols[1]) != n or len(cols[2]) != n or len(cols[3]) not in (1, n):
+        raise ValueError("add_qps: dsts, sizes, sports (and modes, unless one) differ in length")
+    if n:
+        engine.add_qps(job, src, step, n, cols[0], cols[1], mtu, cols[2], cols[3], len(cols[3]))
 
 
 def ip_int(ip: str) -> int:

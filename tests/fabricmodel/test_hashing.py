@@ -3,6 +3,7 @@ import zlib
 
 import pytest
 
+from fabricmodel import hashing
 from fabricmodel.hashing import (
     ecmp_hash,
     ecmp_key,
@@ -76,3 +77,11 @@ def test_exhausted_ports_raise():
     everything = range(SPORT_MIN, SPORT_MAX + 1)
     with pytest.raises(ValueError, match="no source port"):
         sport_for_member("10.0.0.1", "10.0.0.2", ROCEV2_PORT, 2, 0, exclude=everything)
+
+
+def test_connection_sports_is_connection_sport_per_destination():
+    dsts = ["h1", "h22", "leaf3-h7", 5]
+    assert hashing.connection_sports("h0", dsts, 3) == [hashing.connection_sport("h0", d, 3)
+                                                        for d in dsts]
+    assert hashing.connection_sports("h0", dsts) == [hashing.connection_sport("h0", d)
+                                                     for d in dsts]
