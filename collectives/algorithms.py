@@ -15,7 +15,7 @@ def segments(n: int, parts: int) -> list[slice]:
     return [slice(bounds[i], bounds[i + 1]) for i in range(parts)]
 
 
-def _recv(buf: bytearray, dtype) -> np.ndarray:
+def _recv(buf: memoryview, dtype) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype)
 
 
@@ -171,10 +171,7 @@ def allreduce_direct(comm: Communicator, x: np.ndarray) -> np.ndarray:
                         [(j, _nbytes(work, seg[r])) for j in others])
     for buf in got:
         work[seg[r]] += _recv(buf, work.dtype)
-    got = comm.exchange([(j, work[seg[r]]) for j in others],
-                        [(j, _nbytes(work, seg[j])) for j in others])
-    for j, buf in zip(others, got, strict=True):
-        work[seg[j]] = _recv(buf, work.dtype)
+    comm.exchange([(j, work[seg[r]]) for j in others], [(j, work[seg[j]]) for j in others])
     return work
 
 
@@ -184,8 +181,7 @@ def alltoall(comm: Communicator, x: np.ndarray) -> np.ndarray:
     r, n = comm.rank, comm.size
     seg = segments(len(x), n)
     others = [j for j in range(n) if j != r]
-    got = comm.exchange([(j, x[seg[j]]) for j in others],
-                        [(j, _nbytes(x, seg[r])) for j in others])
-    blocks = dict(zip(others, (_recv(b, x.dtype) for b in got), strict=True))
-    blocks[r] = x[seg[r]]
-    return np.concatenate([blocks[j] for j in range(n)])
+    out = np.empty((n, seg[r].stop - seg[r].start), dtype=x.dtype)
+    out[r] = x[seg[r]]
+    comm.exchange([(j, x[seg[j]]) for j in others], [(j, out[j]) for j in others])
+    return out.reshape(-1)

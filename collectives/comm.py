@@ -105,20 +105,26 @@ class Communicator:
             ops.append(op)
         return ops
 
-    def post_recv(self, peer: int, nbytes: int) -> Recv:
-        """The next message from `peer`, `nbytes` long, placed as its packets arrive."""
+    def post_recv(self, peer: int, nbytes: int, into: np.ndarray | None = None) -> Recv:
+        """The next message from `peer`, `nbytes` long, placed as its packets arrive (into
+        `into`'s memory when given: a C-contiguous array of `nbytes` the caller then owns)."""
         if nbytes == 0:
             return Recv(None, None)
+        view = None
+        if into is not None:
+            if not into.flags.c_contiguous or into.nbytes != nbytes:
+                raise ValueError(f"a receive array must be C-contiguous and {nbytes} bytes")
+            view = memoryview(into.reshape(-1).view(np.uint8))
         key = (peer, self._received[peer])
         self._received[peer] += 1
         msg = self.ep.message(*key)
-        self.ep.stats.bad_packets += msg.post(nbytes)
+        self.ep.stats.bad_packets += msg.post(nbytes, view)
         return Recv(key, msg)
 
-    def take(self, recv: Recv) -> bytearray:
+    def take(self, recv: Recv) -> memoryview:
         """A complete message's bytes; the endpoint forgets it."""
         if recv.key is None:
-            return bytearray()
+            return memoryview(b"")
         del self.ep.msgs[recv.key]
         return recv.msg.buf
 
@@ -127,12 +133,13 @@ class Communicator:
         self.ep.progress_until(done, self.cfg.timeout, what)
 
     def exchange(self, sends: list[tuple[int, np.ndarray]],
-                 recvs: list[tuple[int, int]]) -> list[bytearray]:
-        """One step: sends each array to its peer and receives `nbytes` from each peer, and
-        returns when all are done (sends acknowledged); the received buffers come in the
-        order of `recvs`."""
+                 recvs: list[tuple[int, int | np.ndarray]]) -> list[memoryview]:
+        """One step: sends each array to its peer and receives from each peer `nbytes`, or
+        straight into an array's memory, and returns when all are done (sends acknowledged);
+        the received buffers come in the order of `recvs`."""
         ops = self.post_sends(sends)
-        posted = [self.post_recv(peer, nbytes) for peer, nbytes in recvs]
+        posted = [self.post_recv(peer, want.nbytes, want) if isinstance(want, np.ndarray)
+                  else self.post_recv(peer, want) for peer, want in recvs]
         self.progress_until(lambda: all(o.done for o in ops) and all(r.complete() for r in posted),
                             "a collective step")
         return [self.take(r) for r in posted]

@@ -117,8 +117,8 @@ class NativeMessage(Message):
     def received(self, value: int) -> None:
         self._received = value
 
-    def post(self, nbytes: int) -> int:
-        outside = super().post(nbytes)
+    def post(self, nbytes: int, into: memoryview | None = None) -> int:
+        outside = super().post(nbytes, into)
         if nbytes:
             self._keep = (ctypes.c_char * nbytes).from_buffer(self.buf)
             self._ep._lib.nt_msg_register(self._ep._ep, *self._key, self._keep, nbytes,
