@@ -12,15 +12,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import grpc
 
 from ebpf import EbpfCompileError, EbpfUnavailable, Program, Spray, TcError
 
-from . import fabric_view
+from . import fabric_view, native
 from .lb import PROGRAMS
+from .native import steer
+from .transport import TransportConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 _loaded: dict[type, Program] = {}
@@ -88,6 +90,19 @@ def attached(policy: str, ips: list[str], namespaces: list[str | None]):
                 pass                          # the namespace is gone already
 
 
+def _steered(ips: list[str], namespaces: list[str | None], transport: dict):
+    """The native transport's steering (native/steer.py) on every rank's interface."""
+    if (transport.get("backend") or native.default_backend()) != "native":
+        return nullcontext()
+    places = {}
+    for ip, ns in zip(ips, namespaces, strict=True):
+        try:
+            places[interface_of(ip, ns), ns] = None
+        except LaunchError:
+            pass                        # an address the launcher cannot see: not steered
+    return steer.steered(list(places), transport.get("dport", TransportConfig.dport))
+
+
 def launch(ips: list[str], runs: list[dict], *, namespaces: list[str | None] | None = None,
            transport: dict | None = None, policy: str = "ecmp", qps: int = 1, seed: int = 0,
            port: int = 18515, out_dir: str | Path | None = None, timeout: float = 120.0,
@@ -110,6 +125,7 @@ def launch(ips: list[str], runs: list[dict], *, namespaces: list[str | None] | N
             raise LaunchError(f"cannot ask fabricd at {fabricd} for the fabric: "
                               f"{err.code().name}") from None
     with attached(policy, ips, namespaces) as devs, \
+            _steered(ips, namespaces, transport or {}), \
             tempfile.TemporaryDirectory(prefix="collectives-") as tmp:
         procs = []
         for rank, ns in enumerate(namespaces):

@@ -599,10 +599,7 @@ class Endpoint:
         # Whole IP packets (the ICRC covers IP and UDP header fields) from a raw socket; the
         # UDP socket only owns the port, so that the kernel sends no port-unreachable, and
         # keeps nothing (a socket filter drops all it would queue).
-        self.rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
-        _attach_filter(self.rx, _udp_dport_filter(self.cfg.dport))
-        self.rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
-        self.rx.setblocking(False)
+        self.rx = self._open_rx()
         self.sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sink.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         _attach_filter(self.sink, [(0x06, 0, 0, 0)])
@@ -611,6 +608,13 @@ class Endpoint:
         self.tx.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 8 << 20)
         self.tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, self.local)
         self.tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
+
+    def _open_rx(self) -> socket.socket:
+        rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+        _attach_filter(rx, _udp_dport_filter(self.cfg.dport))
+        rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
+        rx.setblocking(False)
+        return rx
 
     def close(self) -> None:
         self.rx.close()

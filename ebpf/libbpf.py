@@ -1,6 +1,6 @@
 """The few libbpf calls this package needs, through ctypes on the system's libbpf.so.1:
-running a program on a packet (BPF_PROG_TEST_RUN), raw map access by file descriptor, and
-finding an attached program's maps by id."""
+loading a program given as instructions, running a program on a packet (BPF_PROG_TEST_RUN),
+raw map access by file descriptor, and finding an attached program's maps by id."""
 from __future__ import annotations
 
 import ctypes
@@ -82,6 +82,8 @@ def _lib() -> ctypes.CDLL:
     lib.bpf_map_delete_elem.argtypes = [ctypes.c_int, ctypes.c_void_p]
     lib.bpf_obj_get_info_by_fd.argtypes = [ctypes.c_int, ctypes.c_void_p,
                                            ctypes.POINTER(ctypes.c_uint32)]
+    lib.bpf_prog_load.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p,
+                                  ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p]
     return lib
 
 
@@ -98,6 +100,15 @@ class RunResult:
     retval: int   # the program's return code as a signed int (TC_ACT_*)
     data: bytes   # the packet after the program ran
     duration_ns: int  # average per repetition
+
+
+BPF_PROG_TYPE_SCHED_CLS = 3
+
+
+def prog_load(prog_type: int, name: str, insns: bytes, license: str = "GPL") -> int:
+    """Loads a program given as struct bpf_insn records; returns its file descriptor."""
+    return _check(_lib().bpf_prog_load(prog_type, name.encode(), license.encode(), insns,
+                                       len(insns) // 8, None), f"loading {name}")
 
 
 def prog_test_run(prog_fd: int, packet: bytes, repeat: int = 1) -> RunResult:

@@ -7,14 +7,18 @@
  * Every number shared with Python comes from the generated header in front of this file
  * (collectives/native/build.py), never typed here. */
 #include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { CB_PACKET = 1, CB_PLACE, CB_CONTROL, CB_TIMEOUT, CB_NEWRQP };
 enum { ERR_CALLBACK = -1, ERR_UNREACHABLE = -2 };
@@ -249,6 +253,13 @@ typedef struct { msg_t *tab; uint32_t mask; } msgtab_t;
 
 #define BATCH 64
 #define FRAME_MAX 9216
+#define MAX_GROUPS 64
+/* the receive ring: frames of the largest IP packet behind TPACKET_V2's header and address,
+ * 1 MiB blocks (frames never straddle one), 16 MiB in all as the raw socket's buffer was */
+#define RING_FRAME ((TPACKET2_HDRLEN + FRAME_MAX + 63) & ~63u)
+#define RING_BLOCK (1u << 20)
+#define RING_BLOCKS 16
+#define RING_PER_BLOCK (RING_BLOCK / RING_FRAME)
 
 typedef struct {
     nt_config cfg;
@@ -275,6 +286,11 @@ typedef struct {
     uint8_t *rxbuf;
     struct mmsghdr rxm[BATCH];
     struct iovec rxv[BATCH];
+    /* or the packet ring the kernel copies received packets into (nt_rx_ring) */
+    uint8_t *ring;
+    size_t ring_bytes;
+    uint32_t ring_frames, ring_head;
+    uint32_t groups[MAX_GROUPS], ngroups;  /* multicast groups joined */
 } ep_t;
 
 /* ---- transmit ---------------------------------------------------------------------------- */
@@ -982,8 +998,42 @@ int nt_receive(ep_t *ep, const uint8_t *pkt, uint32_t size, double now) {
     return r < 0 ? r : 0;
 }
 
+/* A multicast packet of a group this endpoint joined (what IP_ADD_MEMBERSHIP filtered for
+ * the raw socket); any other packet passes to receive() */
+static int joined(const ep_t *ep, const uint8_t *pkt, uint32_t size) {
+    if (size < 20 || pkt[16] < 224 || pkt[16] > 239) return 1;
+    uint32_t group;
+    memcpy(&group, pkt + 16, 4);
+    for (uint32_t g = 0; g < ep->ngroups; g++)
+        if (ep->groups[g] == group) return 1;
+    return 0;
+}
+
+/* Endpoint._drain from the packet ring: every frame the kernel has filled, in order, handed
+ * back once receive() has copied what it keeps */
+static int ring_drain(ep_t *ep, double now, int budget) {
+    int n = 0;
+    while (n < budget) {
+        uint32_t i = ep->ring_head;
+        struct tpacket2_hdr *h = (struct tpacket2_hdr *)(ep->ring +
+            (size_t)(i / RING_PER_BLOCK) * RING_BLOCK + (size_t)(i % RING_PER_BLOCK) * RING_FRAME);
+        if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
+        const uint8_t *pkt = (const uint8_t *)h + h->tp_net;
+        int r = joined(ep, pkt, h->tp_snaplen) ? receive(ep, pkt, h->tp_snaplen, now) : 0;
+        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        ep->ring_head = i + 1 == ep->ring_frames ? 0 : i + 1;
+        if (r < 0) {
+            ep->error = r;
+            return r;
+        }
+        n++;
+    }
+    return n;
+}
+
 /* Endpoint._drain */
 static int drain(ep_t *ep, double now, int budget) {
+    if (ep->ring) return ring_drain(ep, now, budget);
     int n = 0;
     while (n < budget) {
         int want = budget - n < BATCH ? budget - n : BATCH;
@@ -1074,6 +1124,44 @@ ep_t *nt_new(const nt_config *cfg, nt_cb cb) {
     return ep;
 }
 
+/* Receives from `fd`, an AF_PACKET datagram socket (its filter already attached), through a
+ * TPACKET_V2 ring instead of recvmmsg: the kernel copies each IPv4 packet of every interface
+ * into the ring as it arrives, and no system call is made while packets keep coming. The
+ * socket sees packets after tc ingress (bound to ETH_P_IP, not a tap), so what impair drops
+ * there never arrives. Returns 0 or -errno. */
+int nt_rx_ring(ep_t *ep, int fd) {
+    int version = TPACKET_V2;
+    struct tpacket_req req = {.tp_block_size = RING_BLOCK, .tp_block_nr = RING_BLOCKS,
+                              .tp_frame_size = RING_FRAME,
+                              .tp_frame_nr = RING_PER_BLOCK * RING_BLOCKS};
+    if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) ||
+        setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req))
+        return -errno;
+    size_t bytes = (size_t)RING_BLOCK * RING_BLOCKS;
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (map == MAP_FAILED) return -errno;
+    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_IP)};
+    if (bind(fd, (struct sockaddr *)&sll, sizeof sll)) {
+        int err = errno;
+        munmap(map, bytes);
+        return -err;
+    }
+    ep->ring = map;
+    ep->ring_bytes = bytes;
+    ep->ring_frames = req.tp_frame_nr;
+    ep->ring_head = 0;
+    return 0;
+}
+
+/* Endpoint.join: the ring sees every group's packets; receive() keeps the joined ones */
+int nt_join(ep_t *ep, uint32_t group) {
+    for (uint32_t g = 0; g < ep->ngroups; g++)
+        if (ep->groups[g] == group) return 0;
+    if (ep->ngroups == MAX_GROUPS) return -1;
+    ep->groups[ep->ngroups++] = group;
+    return 0;
+}
+
 static void rqp_free(rqp_t *q) {
     for (uint32_t i = 0; i <= q->mask; i++) {
         free(q->slots[i].ooo_buf);
@@ -1093,6 +1181,7 @@ void nt_free(ep_t *ep) {
     for (int i = 0; i < MAX_PEERS; i++) free(ep->msgs[i].tab);
     free(ep->sqps); free(ep->rqps); free(ep->active); free(ep->done);
     free(ep->txbuf); free(ep->rxbuf);
+    if (ep->ring) munmap(ep->ring, ep->ring_bytes);
     free(ep);
 }
 
