@@ -6,9 +6,10 @@ two receivers); fabric.p4 aggregation (a NetReduce job of four workers, the cont
 written over P4Runtime). The bridge forwards the unicast frames and floods the multicast ones
 (snooping off) to the same receivers; it does not aggregate (n/a).
 
-Unicast and multicast traffic comes from bench/trafgen.c (C: sendmmsg batches paced to the
-offered load), built with the system cc: a Python sender capped near 200,000 packets/s and
-measured itself rather than the forwarders. It is counted where a NIC benchmark counts, at the
+Unicast and multicast traffic comes from bench/trafgen.c (C: one frame handed out of a
+PACKET_TX_RING in batches paced to the offered load), built with the system cc: a Python
+sender capped near 200,000 packets/s and a UDP socket's sendmmsg near 0.4-1.4M, and measured
+themselves rather than the forwarders. The sender runs on CPU 0, the forwarder on CPU 1. It is counted where a NIC benchmark counts, at the
 receiving interface: each receiving host's eth0 drops every frame at its tc ingress and its
 rx_packets counter is the sink, the same for every path (a socket receiver put the receiving
 host's IP/UDP stack and a receive loop on the two cores the forwarders need). Every path is
@@ -49,9 +50,9 @@ FABRIC = ROOT / "p4src" / "fabric.p4"
 DURATION = float(os.environ.get("BENCH_SECONDS", "2"))
 PAYLOAD = 64
 # Offered packets/s per run, the same for every path; 0 = as fast as the sender can (flood).
-# At flood the sender takes a whole core of the two and starves whatever forwards in user
-# space; the paced loads show what each path delivers below and around its capacity.
-RATES = (5_000, 50_000, 200_000, 400_000, 600_000, 0)
+# At flood the sender fills its core, where the forwarder's receive and the sink also run;
+# the paced loads show what each path delivers below and around its capacity.
+RATES = (5_000, 50_000, 200_000, 600_000, 1_000_000, 1_400_000, 0)
 AGG_RATES = (5_000, 0)     # contributions/s: one Python process, below 150,000/s at flood
 HOSTS = (1, 2, 3, 4)
 HOST_MAC = {i: f"02:00:00:00:0{i}:01" for i in HOSTS}
