@@ -29,6 +29,13 @@ def timed(fn):
     return time.perf_counter() - start, out
 
 
+def best_of(repeats: int, fn):
+    """The fastest of `repeats` runs: what the computation costs, without the time a busy
+    machine's scheduler took from one of them."""
+    runs = [timed(fn) for _ in range(repeats)]
+    return min(runs, key=lambda r: r[0])
+
+
 def bench(topo: t.Topology) -> dict:
     n = len(topo.hosts)
     hosts = [topo.host_by_rank(i).name for i in range(n)]
@@ -43,7 +50,7 @@ def bench(topo: t.Topology) -> dict:
     # steering (what the simulator's ranks see); the rank timed then does its own work only
     others = np.array([0, *range(2, n)])
     ethereal.EtherealRank(topo, hosts[1], routing=routing).plan_ranks(others, np.full(n - 1, 64))
-    t_rank, _ = timed(lambda: ethereal.EtherealRank(topo, hosts[0], routing=routing).plan_ranks(
+    t_rank, _ = best_of(3, lambda: ethereal.EtherealRank(topo, hosts[0], routing=routing).plan_ranks(
         np.arange(1, n), np.full(n - 1, 64)))
     mine = [ethereal.Flow(hosts[0], h, 64) for h in hosts[1:]]
     t_subs, _ = timed(lambda: ethereal.EtherealRank(topo, hosts[0], routing=routing).plan(mine))
@@ -110,6 +117,7 @@ def main() -> None:
     print(f"\nratio = Ethereal planning time / hash-ECMP routing time for the same flows. "
           f"'A2A all' is the whole all-to-all step (n(n-1) flows), skipped above "
           f"{WHOLE_A2A_MAX_FLOWS:,} flows; '1 rank' is what one host computes on arrival "
+          f"(best of 3; the target is at most 10 ms at 8,192 hosts) "
           f"(EtherealRank.plan_ranks, the simulator's call: columns); 'objects' the same plan "
           f"as SubFlow objects (EtherealRank.plan).")
     print("\nBusiest fabric link / lower bound, first step of each collective")

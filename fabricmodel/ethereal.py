@@ -111,7 +111,6 @@ class EtherealRank:
         self.dport = dport
         self.pin_all = pin_all
         self.failed: dict[str, set[Path]] = defaultdict(set)
-        self._order: dict[str, list[Path]] = {}
         self._hosts = _hosts(topo)
         self._ports = _PortTables.get()
         self._base = self._ports.base(self._hosts.ip_int[self.host.rank], dport)
@@ -121,6 +120,8 @@ class EtherealRank:
         self._tor_base: dict[str, int] = {}
         self._tor_ids: dict[str, np.ndarray] = {}   # ids in this rank's shuffled order
         self._steer: list[_Steer] = []
+        self._steer_parts: list[np.ndarray] = []    # per destination leaf: (modulus, member,
+        self._steer_cols = np.zeros((3, 0), dtype=np.int64)  # steered) of its paths, by id
         self._load = np.zeros(0, dtype=np.int64)
         # source ports given per destination rank: the first in arrays, any more in dicts
         n = len(topo.hosts)
@@ -134,13 +135,15 @@ class EtherealRank:
         return [self.paths[i] for i in self._good_ids(dst_leaf)]
 
     def _good_ids(self, dst_leaf: str) -> np.ndarray:
-        if dst_leaf not in self._order:
+        if dst_leaf not in self._tor_ids:
             paths = self.routing.paths(self.host.leaf, dst_leaf)
             perm = _shuffled(self.rng, len(paths))
             base = self._tor_base[dst_leaf] = len(self.paths)
             self.paths.extend(paths)
-            self._steer.extend(_route_cache(self.routing).steering(self.routing, self.host.leaf, dst_leaf))
-            self._order[dst_leaf] = [paths[i] for i in perm]
+            steer, cols = _route_cache(self.routing).steering(self.routing, self.host.leaf,
+                                                              dst_leaf)
+            self._steer.extend(steer)
+            self._steer_parts.append(cols)
             self._tor_ids[dst_leaf] = np.array(perm, dtype=np.int64) + base
         failed = self.failed.get(dst_leaf)
         ids = self._tor_ids[dst_leaf]
@@ -288,8 +291,9 @@ class EtherealRank:
         if not len(rows):
             return
         dst, pid = plan.dst[rows], plan.path[rows]
-        steer_g = np.array([st.modulus for st in self._steer], dtype=np.int64)[pid]
-        steer_m = np.array([st.member for st in self._steer], dtype=np.int64)[pid]
+        if self._steer_cols.shape[1] != len(self._steer):
+            self._steer_cols = np.concatenate(self._steer_parts, axis=1)
+        steer_g, steer_m = self._steer_cols[0][pid], self._steer_cols[1][pid]
         # a table lookup serves a destination this rank has given no port yet and that this
         # arrival sends to once; the rest take the general search, in plan order
         once = np.bincount(dst, minlength=len(self._first_sport))[dst] == 1
@@ -299,8 +303,7 @@ class EtherealRank:
         found = port >= 0
         done = rows[fast][found]
         plan.sport[done] = port[found]
-        plan.steered[done] = np.array([st.steered for st in self._steer],
-                                      dtype=np.int64)[plan.path[done]]
+        plan.steered[done] = self._steer_cols[2][plan.path[done]]
         self._first_sport[plan.dst[done]] = port[found]
         self._first_path[plan.dst[done]] = plan.path[done]
         slow = np.ones(len(plan), dtype=bool)
@@ -491,15 +494,20 @@ def _shuffled(rng: random.Random, n: int) -> list[int]:
 
 
 class _RouteCache:
-    """What every rank planning on one Routing shares: each path's steering."""
+    """What every rank planning on one Routing shares: each path's steering, as objects and
+    as columns (modulus, member, steered) for the planner's arrays."""
 
     def __init__(self) -> None:
-        self._steer: dict[tuple[str, str], list[_Steer]] = {}
+        self._steer: dict[tuple[str, str], tuple[list[_Steer], np.ndarray]] = {}
 
-    def steering(self, routing: Routing, src_leaf: str, tor: str) -> list[_Steer]:
+    def steering(self, routing: Routing, src_leaf: str,
+                 tor: str) -> tuple[list[_Steer], np.ndarray]:
         key = (src_leaf, tor)
         if key not in self._steer:
-            self._steer[key] = [_steering(routing, p, tor) for p in routing.paths(src_leaf, tor)]
+            steer = [_steering(routing, p, tor) for p in routing.paths(src_leaf, tor)]
+            cols = np.array([[st.modulus for st in steer], [st.member for st in steer],
+                             [st.steered for st in steer]], dtype=np.int64).reshape(3, -1)
+            self._steer[key] = (steer, cols)
         return self._steer[key]
 
 
