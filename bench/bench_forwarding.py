@@ -433,6 +433,19 @@ def path_name(target: str) -> str:
     return NAMES[base] + (f" {io}" if io else "")
 
 
+def scheduling() -> str:
+    """With autogroups the kernel shares the CPU between sessions before nice applies: a
+    bench niced high in a session beside busy ones gets a session's share (bench/README.md)."""
+    try:
+        enabled = pathlib.Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
+        group = pathlib.Path("/proc/self/autogroup").read_text().strip()
+    except OSError:
+        return "no autogroups"
+    if enabled != "1":
+        return "autogroups off"
+    return f"autogroups on, this process in {group}, itself at nice {os.nice(0)}"
+
+
 def arguments():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traffic", action="append", choices=list(TRAFFIC),
@@ -458,8 +471,8 @@ def main():
     if shutil.which("simple_switch_grpc") and shutil.which("p4c-bm2-ss"):
         targets.append("bmv2")
     traffics = {t: TRAFFIC[t] for t in (args.traffic or TRAFFIC)}
-    print(f"load average before: {os.getloadavg()[0]:.1f} (1 min), {os.cpu_count()} CPUs",
-          flush=True)
+    print(f"load average before: {os.getloadavg()[0]:.1f} (1 min), {os.cpu_count()} CPUs; "
+          f"{scheduling()}", flush=True)
     hosts, sw_ends = make_hosts()
     job = Job()
     runs = {}
