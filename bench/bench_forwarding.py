@@ -557,7 +557,8 @@ def capacity(results) -> float:
 
 def target_line(targets, runs, bridge):
     """Issue #28's bound beside the figure: l3.p4 on the native backend's default I/O."""
-    native = runs.get(("l3.p4 routed", "p4switch-native"))
+    native = (runs.get(("l3.p4 routed", "p4switch-native"))       # --io given: its default's row
+              or runs.get(("l3.p4 routed", f"p4switch-native@{IO_MODES[0]}")))
     if native is None:
         return
     have = capacity(native)
