@@ -70,10 +70,13 @@ WINDOW = 16                # NetReduce packets per worker in flight (4 messages;
 # number g of every worker is sent while fewer than WINDOW of the worker's packets await their
 # result (as the job's credits would hold a real worker back); the results multicast back to
 # the workers are counted. Contributions differ only in PSN and, on a message's FIRST, RETH's
-# address: the templates are patched (the switch does not check a contribution's ICRC).
+# address: the templates are patched and their ICRC computed again (fabric.p4 drops a NetReduce
+# packet whose ICRC fails).
 AGGREGATE = """
 import ctypes, json, os, select, socket, sys, time
 cfg = json.loads(sys.argv[1])
+sys.path.insert(0, cfg["root"])
+from collectives.wire import icrc
 duration, rate, window = cfg["duration"], cfg["rate"], cfg["window"]
 libc = ctypes.CDLL(None, use_errno=True)
 home = os.open("/proc/self/ns/net", os.O_RDONLY)
@@ -127,6 +130,7 @@ while time.monotonic() < end:
         f[psn_at:psn_at + 4] = (g & 0xFFFFFF).to_bytes(4, "big")
         if g % msg_pkts == 0:
             f[va_at:va_at + 8] = (g * pkt_bytes).to_bytes(8, "big")
+        f[-4:] = icrc(f[14:42], f[42:-4])
         tx[w].send(f)
     g += 1
 stop = time.monotonic() + 1.0
@@ -280,7 +284,7 @@ def aggregation(hosts, rate, job):
     contribution aggregated), delivered fraction, results delivered. The packet numbers go on from the job's
     last run on this switch (job.next_g): a number seen before would be a retransmission."""
     eth_ip_udp = 14 + 20 + 8
-    cfg = {"duration": DURATION, "rate": rate, "window": WINDOW,
+    cfg = {"root": str(ROOT), "duration": DURATION, "rate": rate, "window": WINDOW,
            "namespaces": [hosts[i] for i in HOSTS], "msg_pkts": rocev2.NR_MSG_PKTS,
            "pkt_bytes": nr.PKT_BYTES, "psn_at": eth_ip_udp + 8, "va_at": eth_ip_udp + 12,
            "g0": job.next_g, "first": [job.contribution(r, 0).hex() for r in range(len(HOSTS))],
