@@ -9,8 +9,8 @@ written over P4Runtime). The bridge forwards the unicast frames and floods the m
 Unicast and multicast traffic comes from bench/trafgen.c (C: one frame handed out of a
 PACKET_TX_RING in batches paced to the offered load), built with the system cc: a Python
 sender capped near 200,000 packets/s and a UDP socket's sendmmsg near 0.4-1.4M, and measured
-themselves rather than the forwarders. The sender runs on CPU 0, the forwarder on CPU 1. It is counted where a NIC benchmark counts, at the
-receiving interface: each receiving host's eth0 drops every frame at its tc ingress and its
+themselves rather than the forwarders. The sender runs on CPU 0, the forwarder on CPU 1.
+Traffic is counted where a NIC benchmark counts, at the receiving interface: each receiving host's eth0 drops every frame at its tc ingress and its
 rx_packets counter is the sink, the same for every path (a socket receiver put the receiving
 host's IP/UDP stack and a receive loop on the two cores the forwarders need). Every path is
 offered the same loads, from 5,000 packets/s to flood (see RATES).
@@ -50,8 +50,8 @@ FABRIC = ROOT / "p4src" / "fabric.p4"
 DURATION = float(os.environ.get("BENCH_SECONDS", "2"))
 PAYLOAD = 64
 # Offered packets/s per run, the same for every path; 0 = as fast as the sender can (flood).
-# At flood the sender fills its core, where the forwarder's receive and the sink also run;
-# the paced loads show what each path delivers below and around its capacity.
+# At flood the sender fills its core, where the switch's receive (or the whole bridge) also
+# runs; the paced loads show what each path delivers below and around its capacity.
 RATES = (5_000, 50_000, 200_000, 600_000, 1_000_000, 1_400_000, 0)
 AGG_RATES = (5_000, 0)     # contributions/s: one Python process, below 150,000/s at flood
 HOSTS = (1, 2, 3, 4)
@@ -207,7 +207,8 @@ def rx_packets(ns) -> int:
 
 
 def split_cores() -> bool:
-    return len(os.sched_getaffinity(0)) >= 2 and {SENDER_CPU, FORWARDER_CPU} <= os.sched_getaffinity(0)
+    """Whether the sender and the forwarder get a core each (this process may use both)."""
+    return {SENDER_CPU, FORWARDER_CPU} <= os.sched_getaffinity(0)
 
 
 def pinned(cpu) -> list[str]:
