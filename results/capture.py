@@ -21,8 +21,11 @@ def shown(arg: str) -> str:
         return arg
 
 
-def run_and_record(cmd: list[str], out_dir: Path, name: str, title: str) -> int:
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+def run_and_record(cmd: list[str], out_dir: Path, name: str, title: str,
+                   preexec_fn=None) -> int:
+    """`preexec_fn` runs in the child before COMMAND (e.g. to give it a scheduling class)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                            preexec_fn=preexec_fn)
     lines = []
     for line in proc.stdout:
         sys.stdout.write(line)
