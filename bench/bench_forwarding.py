@@ -42,6 +42,7 @@ from targets import compile_for, l3_routes, start_target  # noqa: E402
 from collectives import netreduce as nr  # noqa: E402
 from ebpf import tc as ebpf_tc  # noqa: E402
 from fabricmodel import rocev2  # noqa: E402
+from nativebuild import compiler  # noqa: E402
 from p4switch.device.native_device import IO_MODES  # noqa: E402
 from p4switch.native import available, build  # noqa: E402
 
@@ -184,7 +185,7 @@ def set_gateway_mac(hosts, macs):
 def trafgen() -> str:
     """bench/trafgen.c built with the system cc (cached by content beside the native backend's
     programs): the traffic source of the unicast and multicast runs."""
-    if build.compiler() is None:
+    if compiler() is None:
         sys.exit("bench_forwarding needs a C compiler (cc) for its traffic tool bench/trafgen.c "
                  "and none was found")
     source = (ROOT / "bench" / "trafgen.c").read_text()

@@ -2,7 +2,8 @@
 collectives.transport.Endpoint, which stays the reference and the fallback (see README.md)."""
 from __future__ import annotations
 
-from .build import compiler
+from nativebuild import compiler
+
 from .endpoint import NativeEndpoint
 
 __all__ = ["NativeEndpoint", "available", "default_backend"]

@@ -1,18 +1,14 @@
-"""Builds transport.c with the system C compiler, cached by content hash (as p4switch's native
-backend does), and loads it with ctypes. The C reads every number it shares with Python from a
+"""Builds transport.c with the system C compiler, cached by content hash (`nativebuild`, as
+p4switch's native backend), and loads it with ctypes. The C reads every number it shares with Python from a
 header generated here out of fabricmodel.rocev2, collectives.wire and collectives.transport."""
 from __future__ import annotations
 
 import ctypes
 import dataclasses
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 from fabricmodel import rocev2
+from nativebuild import built
 
 from .. import transport, wire
 
@@ -20,17 +16,6 @@ SOURCE = Path(__file__).with_name("transport.c")
 MAX_PEERS = 256               # ranks (and NetReduce's aggregator) one native endpoint addresses
 CFLAGS = ["-O2", "-shared", "-fPIC", "-Wall", "-Werror"]
 _lib: ctypes.CDLL | None = None
-
-
-def compiler() -> str | None:
-    return shutil.which(os.environ.get("CC", "cc"))
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    d = Path(base) / "mlfabric-transport"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
 
 
 def constants() -> dict[str, int | float]:
@@ -77,25 +62,7 @@ def source() -> str:
 
 
 def shared_object() -> Path:
-    cc = compiler()
-    if cc is None:
-        raise RuntimeError("the native transport needs a C compiler (cc) and none was found")
-    text = source()
-    digest = hashlib.sha256((" ".join(CFLAGS) + "\n" + text).encode()).hexdigest()[:24]
-    out = cache_dir() / f"{digest}.so"
-    if out.exists():
-        return out
-    with tempfile.TemporaryDirectory() as tmp:
-        c = Path(tmp) / "transport.c"
-        c.write_text(text)
-        so = Path(tmp) / "transport.so"
-        run = subprocess.run([cc, *CFLAGS, "-o", str(so), str(c)], capture_output=True, text=True)
-        if run.returncode != 0:
-            raise RuntimeError(f"cc failed on the native transport:\n{run.stderr[-4000:]}")
-        part = cache_dir() / f"{digest}.{os.getpid()}.tmp"
-        shutil.copy2(so, part)
-        os.replace(part, out)
-    return out
+    return built(source(), CFLAGS, ".so", "the native transport", "mlfabric-transport")
 
 
 def library() -> ctypes.CDLL:

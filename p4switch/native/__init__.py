@@ -1,7 +1,8 @@
 """The native backend of p4switch: the lowered program compiled to C (see README.md)."""
 from __future__ import annotations
 
-from .build import compiler
+from nativebuild import compiler
+
 from .lowered import Unsupported
 
 __all__ = ["Unsupported", "available", "default_backend", "refusal", "unavailable_reason"]

@@ -1,61 +1,30 @@
-"""Compiles a program's C with the system C compiler, cached by content hash, and loads it with
-ctypes. Every load gets its own copy of the shared object, so two switches running the same
-program in one process do not share tables or registers. `executable` builds a standalone C tool
+"""Compiles a program's C with the system C compiler, cached by content hash (`nativebuild`),
+and loads it with ctypes. Every load gets its own copy of the shared object, so two switches
+running the same program in one process do not share tables or registers. `executable` builds a standalone C tool
 (bench/trafgen.c) into the same cache."""
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
+from nativebuild import built
+
 CFLAGS = ["-O2", "-shared", "-fPIC", "-pthread", "-w"]
-
-
-def compiler() -> str | None:
-    return shutil.which(os.environ.get("CC", "cc"))
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    d = Path(base) / "p4switch-native"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+CACHE = "p4switch-native"
 
 
 def shared_object(source: str) -> Path:
     """The program's shared object, built once per content."""
-    return built(source, CFLAGS, ".so", "the native backend")
+    return built(source, CFLAGS, ".so", "the native backend", CACHE)
 
 
 def executable(source: str, flags: tuple[str, ...] = ("-O2",),
                purpose: str = "this tool") -> Path:
     """A C program (e.g. bench/trafgen.c) built once per content into the same cache."""
-    return built(source, list(flags), "", purpose)
-
-
-def built(source: str, flags: list[str], suffix: str, purpose: str) -> Path:
-    cc = compiler()
-    if cc is None:
-        raise RuntimeError(f"{purpose} needs a C compiler (cc) and none was found")
-    digest = hashlib.sha256((" ".join(flags) + "\n" + source).encode()).hexdigest()[:24]
-    out_path = cache_dir() / f"{digest}{suffix}"
-    if out_path.exists():
-        return out_path
-    with tempfile.TemporaryDirectory() as tmp:
-        c = Path(tmp) / "prog.c"
-        c.write_text(source)
-        out = Path(tmp) / "prog.out"
-        run = subprocess.run([cc, *flags, "-o", str(out), str(c)], capture_output=True, text=True)
-        if run.returncode != 0:
-            raise RuntimeError(f"cc failed on {purpose}'s C:\n{run.stderr[-4000:]}")
-        tmp_out = cache_dir() / f"{digest}.{os.getpid()}.tmp"
-        shutil.copy2(out, tmp_out)
-        os.replace(tmp_out, out_path)
-    return out_path
+    return built(source, list(flags), "", purpose, CACHE)
 
 
 def load(source: str) -> ctypes.CDLL:
