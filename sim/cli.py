@@ -15,8 +15,8 @@ from controller.vclos import AllocationError
 from fabricmodel.topology import Topology, TopologyError, fat_tree, leaf_spine, load
 from figures.text import format_table, parse_size
 from results.record import save_output, save_table
+from sim import args, report, sweep, tenants
 from sim import calibration as cal
-from sim import report, sweep, tenants
 from sim.collective import POLICIES, run_case
 from sim.fabric import LinkSpec, Transport
 from sim.ideas import multicast_allgather
@@ -25,14 +25,6 @@ from sim.train import trace, train
 from sim.workloads import ALGORITHMS
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _list(text: str, known, what: str) -> list[str]:
-    items = [t for t in text.split(",") if t]
-    bad = [t for t in items if t not in known]
-    if bad or not items:
-        raise click.BadParameter(f"unknown {what} {bad}; choose from {list(known)}")
-    return items
 
 
 def _sizes(text: str, hint: str = "--sizes") -> list[int]:
@@ -122,8 +114,8 @@ def ethereal(hosts, leaves, topology, fat_tree_k, colls, sizes, policies, failur
     """Ethereal vs hash ECMP, spraying and REPS: CCT per collective, with and without failed
     links."""
     topo = fabric(topology, hosts, leaves, fat_tree_k)
-    algos = _list(colls, ALGORITHMS, "collective")
-    pols = _list(policies, POLICIES, "policy")
+    algos = args.names(colls, ALGORITHMS, "collective", "--collectives")
+    pols = args.names(policies, POLICIES, "policy", "--policies")
     try:
         fails = [int(x) for x in failures.split(",") if x]
     except ValueError:
@@ -214,7 +206,7 @@ def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes,
         raise click.BadParameter(f"{jobs} jobs of {ranks} ranks do not fit {len(topo.hosts)} "
                                  "hosts", param_hint="--ranks")
     size_bytes = _sizes(size, "--size")[0]
-    chosen = _list(schemes, tenants.SCHEMES, "scheme")
+    chosen = args.names(schemes, tenants.SCHEMES, "scheme", "--schemes")
     placed = {}
     for scheme in chosen:
         try:
@@ -279,9 +271,10 @@ def calibrate(demo_jsonl, out_dir, workers, scheduler):
 @sweep_options
 def multicast(hosts, hosts_per_leaf, shard, gbps, out_dir, workers, scheduler):
     """Multicast Allgather vs ring Allgather: link traversals (and CCT) per fabric size."""
-    sizes, shard_bytes = _counts(hosts), _sizes(shard, "--shard")[0]
-    tasks = [sweep.Task(multicast_allgather, (_per_leaf(n, hosts_per_leaf), shard_bytes,
-                                              LinkSpec(gbps), Transport()), f"{n} hosts")
+    sizes, shard_bytes = _host_counts(hosts), _sizes(shard, "--shard")[0]
+    tasks = [sweep.Task(multicast_allgather,
+                        (args.leaf_spine_for(n, hosts_per_leaf, "--hosts"), shard_bytes,
+                         LinkSpec(gbps), Transport()), f"{n} hosts")
              for n in sizes]
     outcome = sweep.run(tasks, workers=workers, scheduler=scheduler, desc="sim multicast")
     _ideas_out(outcome, out_dir / "multicast.jsonl", "shard-traversals")
@@ -298,36 +291,20 @@ def multicast(hosts, hosts_per_leaf, shard, gbps, out_dir, workers, scheduler):
 @sweep_options
 def netreduce(hosts, hosts_per_leaf, size, gbps, out_dir, workers, scheduler):
     """NetReduce (aggregation in the leaf) vs ring all-reduce: CCT and link traversals."""
-    sizes, size_bytes = _counts(hosts), _sizes(size, "--size")[0]
+    sizes, size_bytes = _host_counts(hosts), _sizes(size, "--size")[0]
     if not sizes or not all(2 <= n <= MAX_WORKERS for n in sizes):
         raise click.BadParameter(f"each fabric needs 2..{MAX_WORKERS} hosts, got {hosts!r}",
                                  param_hint="--hosts")
-    tasks = [sweep.Task(run_netreduce, (_per_leaf(n, hosts_per_leaf), size_bytes,
-                                        LinkSpec(gbps), Transport()), f"{n} hosts")
+    tasks = [sweep.Task(run_netreduce,
+                        (args.leaf_spine_for(n, hosts_per_leaf, "--hosts"), size_bytes,
+                         LinkSpec(gbps), Transport()), f"{n} hosts")
              for n in sizes]
     outcome = sweep.run(tasks, workers=workers, scheduler=scheduler, desc="sim netreduce")
     _ideas_out(outcome, out_dir / "netreduce.jsonl", "buffer-traversals")
 
 
-def _counts(text: str) -> list[int]:
-    try:
-        out = [int(h) for h in text.split(",") if h]
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a list of host counts",
-                                 param_hint="--hosts") from None
-    if not out or min(out) < 2:
-        raise click.BadParameter("give host counts of at least 2", param_hint="--hosts")
-    return out
-
-
-def _per_leaf(n: int, per_leaf: int) -> Topology:
-    """A non-blocking leaf-spine: as many spines as hosts per leaf (one spine under one leaf)."""
-    per_leaf = min(per_leaf, n)
-    if n % per_leaf:
-        raise click.BadParameter(f"{n} hosts are not a multiple of {per_leaf} per leaf",
-                                 param_hint="--hosts")
-    leaves = n // per_leaf
-    return leaf_spine(leaves, per_leaf if leaves > 1 else 1, per_leaf)
+def _host_counts(text: str) -> list[int]:
+    return args.numbers(text, "--hosts", int, "a list of host counts", least=2)
 
 
 def _ideas_out(outcome: sweep.Outcome, jsonl: Path, unit: str) -> None:

@@ -12,10 +12,11 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from fabricmodel.topology import Topology, TopologyError, leaf_spine, load
+from fabricmodel.topology import TopologyError, load
 from figures import png
 from figures.text import format_table, parse_size
 from results.record import save_output
+from sim import args
 from sim.collective import POLICIES
 from sim.dag_run import DagRun, training_transport
 from sim.fabric import LinkSpec
@@ -25,36 +26,6 @@ from workloads.models import GPUS, MODELS, Cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 GB = 1e9
-
-
-def _list(text: str, known, what: str, hint: str) -> list[str]:
-    items = [t for t in text.split(",") if t]
-    bad = [t for t in items if t not in known]
-    if bad or not items:
-        raise click.BadParameter(f"unknown {what} {bad}; choose from {list(known)}",
-                                 param_hint=hint)
-    return items
-
-
-def _numbers(text: str, hint: str, kind=float) -> list:
-    try:
-        out = [kind(t) for t in text.split(",") if t]
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a comma-separated list of numbers",
-                                 param_hint=hint) from None
-    if not out or min(out) <= 0:
-        raise click.BadParameter("give positive numbers", param_hint=hint)
-    return out
-
-
-def fabric_for(hosts: int, per_leaf: int) -> Topology:
-    """A non-blocking leaf-spine for `hosts` hosts: `per_leaf` hosts and as many spines."""
-    per_leaf = min(per_leaf, hosts)
-    if hosts % per_leaf:
-        raise click.BadParameter(f"{hosts} hosts are not a multiple of {per_leaf} per leaf",
-                                 param_hint="--hosts-per-leaf")
-    leaves = hosts // per_leaf
-    return leaf_spine(leaves, per_leaf if leaves > 1 else 1, per_leaf)
 
 
 def run_rows(cases: list[tuple], jsonl: Path, *, link: LinkSpec, segment: int,
@@ -184,11 +155,11 @@ def train(model, parallelism, gpus, gpus_per_host, intra_gbs, policies, allreduc
           pipeline, micro_batches, batch, gpu, efficiency, gbps, hosts_per_leaf, segment,
           rto_us, out_dir):
     """A model's training iteration on ns-3 under policies and collective algorithms."""
-    counts = _numbers(gpus, "--gpus", int)
-    intras = [g * GB for g in _numbers(intra_gbs, "--intra-gbs")]
-    pols = _list(policies, POLICIES, "policy", "--policies")
-    ars = _list(allreduce, hierarchy.ALLREDUCE, "all-reduce algorithm", "--allreduce")
-    ags = _list(allgather, hierarchy.ALLGATHER, "all-gather algorithm", "--allgather")
+    counts = args.numbers(gpus, "--gpus", int)
+    intras = [g * GB for g in args.numbers(intra_gbs, "--intra-gbs")]
+    pols = args.names(policies, POLICIES, "policy", "--policies")
+    ars = args.names(allreduce, hierarchy.ALLREDUCE, "all-reduce algorithm", "--allreduce")
+    ags = args.names(allgather, hierarchy.ALLGATHER, "all-gather algorithm", "--allgather")
     seg = parse_size(segment)
     cases = []
     for n, intra in itertools.product(counts, intras):
@@ -197,7 +168,7 @@ def train(model, parallelism, gpus, gpus_per_host, intra_gbs, policies, allreduc
         except ValueError as err:
             raise click.BadParameter(str(err), param_hint="--gpus") from None
         wl = _workload(model, parallelism, cluster, pipeline, micro_batches, batch)
-        topo = fabric_for(cluster.hosts, hosts_per_leaf)
+        topo = args.leaf_spine_for(cluster.hosts, hosts_per_leaf, "--hosts-per-leaf")
         label = f"{model} {parallelism}"
         cases += [(label, wl, topo, p, a, g, intra)
                   for p, a, g in itertools.product(pols, ars, ags)]
@@ -234,16 +205,17 @@ def trace(prefix, topology, gpus_per_host, comm_groups, intra_gbs, policies, all
         raise click.BadParameter(str(err), param_hint="PREFIX") from None
     hosts = -(-wl.n // wl.gpus_per_host)
     try:
-        topo = load(topology) if topology else fabric_for(hosts, hosts_per_leaf)
+        topo = (load(topology) if topology
+                else args.leaf_spine_for(hosts, hosts_per_leaf, "--hosts-per-leaf"))
     except TopologyError as err:
         raise click.BadParameter(str(err), param_hint="--topology") from None
     if len(topo.hosts) < hosts:
         raise click.BadParameter(f"{topo.name} has {len(topo.hosts)} hosts; the trace needs "
                                  f"{hosts}", param_hint="--topology")
-    intras = [g * GB for g in _numbers(intra_gbs, "--intra-gbs")]
-    pols = _list(policies, POLICIES, "policy", "--policies")
-    ars = _list(allreduce, hierarchy.ALLREDUCE, "all-reduce algorithm", "--allreduce")
-    ags = _list(allgather, hierarchy.ALLGATHER, "all-gather algorithm", "--allgather")
+    intras = [g * GB for g in args.numbers(intra_gbs, "--intra-gbs")]
+    pols = args.names(policies, POLICIES, "policy", "--policies")
+    ars = args.names(allreduce, hierarchy.ALLREDUCE, "all-reduce algorithm", "--allreduce")
+    ags = args.names(allgather, hierarchy.ALLGATHER, "all-gather algorithm", "--allgather")
     seg = parse_size(segment)
     cases = [(wl.name, wl, topo, p, a, g, i)
              for i, p, a, g in itertools.product(intras, pols, ars, ags)]
