@@ -7,7 +7,7 @@ next to none (ecmp); and the NAK modes again with 1% of packets dropped on the w
 
 Each row is a 2-rank all-to-all of 64 MiB vectors: 32 MiB each way at once, so both
 directions are loaded. Mbit/s counts both directions; CPU time per packet is both rank
-processes' CPU (user and kernel: sending, receiving, ACKs, the raw sockets and veth) divided by
+processes' CPU (user and kernel: sending, receiving, ACKs, the sockets, ring and veth) divided by
 the data packets, "user" only its user-space part (the transport's own work, where C replaces
 Python). Last line: the geometric mean over the rows of Python's CPU per packet over the native
 one's. Needs root."""

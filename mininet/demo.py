@@ -49,9 +49,9 @@ ECN_PACKETS = 32                       # fabricd's default queue-length threshol
 # 1.04-1.05x / 1.10-1.11x at 32 and 1.41x / 1.86x at 64, where the hosts' Python RoCE
 # transport (~13-20 us of CPU per packet, bench_transport) and the shaping share the two
 # cores; a native switch forwards 400,000+ packets/s (bench_forwarding). With the native
-# transport (collectives/native, 4.5x less CPU per packet) the ring ran 3.74x / 4.20x at 96
-# and 3.01x / 7.43x at 240 Mbit/s (load 17-18, ranks idle most of the time): not within 1.1x,
-# so the rate stays (collectives/native/README.md).
+# transport (collectives/native, 5.3x less CPU per packet) the ring ran 1.33x / 1.61x at 48
+# and 1.67x / 3.28x at 96 Mbit/s, and 1.14x / 1.18x at 24 (load 6-13 from other jobs, no
+# idle CPU): not within 1.1x, so the rate stays (collectives/native/README.md).
 LINK_MBPS = 24.0
 
 
