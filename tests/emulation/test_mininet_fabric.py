@@ -49,8 +49,11 @@ def test_fabricd_programs_the_mininet_fabric_and_ethereal_uses_both_spines(fabri
     runs = [{"collective": "allreduce", "algo": "ring", "dtype": "int32", "elements": 16384}]
     with host_netns(net, [h.name for h in hosts], prefix="mlft-") as namespaces:
         before = {s: spine_tx(fabricd, s) for s in ("spine1", "spine2")}
+        # An RTO far above the software switches' queueing on a busy machine: a spurious
+        # go-back-N timeout resends a window on one spine and skews the split below
         rows = launch([h.ip for h in hosts], runs, namespaces=namespaces, policy="ethereal",
-                      topology=str(TOPO), timeout=180)
+                      topology=str(TOPO), timeout=180,
+                      transport={"min_rto": 0.5, "max_rto": 2.0})
         after = {s: spine_tx(fabricd, s) for s in ("spine1", "spine2")}
     assert len(rows) == 4 and all(r["ok"] for r in rows), json.dumps(rows)[:2000]
     sent = {s: after[s] - before[s] for s in after}
