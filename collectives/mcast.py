@@ -280,6 +280,7 @@ def _serve(st: _State, nxt: int, pending: list[tuple[int, list[int]]]):
             lo = root * st.shard_bytes + int(c) * st.mtu
             body += struct.pack("!I", int(c)) + \
                 st.out[lo:lo + min(st.mtu, st.shard_bytes - int(c) * st.mtu)]
+        st.comm.stats.repair_bytes += len(body) - _CTRL.size
         st.comm.send_control(nxt, bytes(body))
     return left
 

@@ -148,7 +148,7 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
             "packets_retransmitted": delta["retransmitted"],
             "duplicates_received": delta["duplicates"], "timeouts": delta["timeouts"],
             "reorderings": delta["out_of_order"], "icrc_errors": delta["icrc_errors"],
-            "bad_packets": delta["bad_packets"],
+            "bad_packets": delta["bad_packets"], "repair_bytes": delta["repair_bytes"],
             "last_retx_at": after["last_retx_at"], "repicks": comm.policy.repicks - repicks,
             "naks_received": delta["naks_received"], "cnps_received": delta["cnps_received"],
             "data_packets": delta["data_packets"],

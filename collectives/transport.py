@@ -120,6 +120,7 @@ class Stats:
     cnps_received: int = 0
     bad_packets: int = 0
     icrc_errors: int = 0            # received RoCEv2 packets whose ICRC was wrong
+    repair_bytes: int = 0           # multicast Allgather: chunks re-sent to the ring successor
     last_retx_at: float = 0.0       # wall-clock time of the latest retransmission
 
     def as_dict(self) -> dict:

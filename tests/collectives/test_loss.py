@@ -44,11 +44,10 @@ def test_multicast_allgather_injects_1_over_n_minus_1_of_ring(bridge_net, tmp_pa
     net = bridge_net(n)
 
     elements = 64_000
-    shard = elements * 4                  # int32: what one repair re-sends at most
 
     def injected(algo: str) -> tuple[list[int], int]:
-        """Bytes each rank's interface sent, and the ranks' receive timeouts (each asks the
-        predecessor to repair a root's shard)."""
+        """Bytes each rank's interface sent, and the bytes of shards the ranks re-sent to
+        their successors as repairs."""
         plan = runs([elements], dtypes=("int32",), algos=[("allgather", algo)])
         before = [net.tx_bytes(r) for r in range(n)]
         # a generous RTO: spurious retransmissions on a loaded machine would skew the bytes
@@ -56,24 +55,28 @@ def test_multicast_allgather_injects_1_over_n_minus_1_of_ring(bridge_net, tmp_pa
                       transport={"reliability": "sr", "min_rto": 0.1})
         assert_results(rows, plan, n, tmp_path)
         return ([net.tx_bytes(r) - b for r, b in enumerate(before)],
-                sum(r["timeouts"] for r in rows))
+                sum(r["repair_bytes"] for r in rows))
 
-    (ring, _), (mcast, mcast_timeouts) = injected("ring"), injected("multicast")
+    (ring, _), (mcast, mcast_repairs) = injected("ring"), injected("multicast")
     prog = net.impair(drop=0.05)
-    lossy, lossy_timeouts = injected("multicast")
+    lossy, lossy_repairs = injected("multicast")
     assert prog.counters().dropped > 0
     prog.close()
-    # Per rank: its own shard once, against ring's n - 1 shards. On a busy machine a root's
-    # stream can stall past a receiver's timeout even without loss: the repair (the
-    # predecessor re-sends at most that root's shard) lands on whichever rank answers, so the
-    # bound on repairs is on the sum over ranks, with a shard per timeout.
+    assert lossy_repairs > 0          # the neighbours repaired what the loss took
+    # Per rank: its own shard once, against ring's n - 1 shards, plus the repairs it sends
+    # its successor. Repairs happen without injected loss too: a receiver that a busy machine
+    # leaves unscheduled while unpaced roots blast their shards loses replicas in the
+    # kernel's backlog (one run at a load average of 10 sent 1.3 MB more than the 2 MB of
+    # shards, with no receive timeout: the bound counted timeouts then), so the
+    # bound counts the repaired bytes (with their headers: one 4-byte chunk number and
+    # about 60 bytes of headers per 1 KiB chunk), not a fixed share.
     for r in range(n):
         assert 0.7 / (n - 1) < mcast[r] / ring[r], (r, mcast, ring)
         assert 0.7 / (n - 1) < lossy[r] / ring[r], (r, lossy, ring)
-    assert sum(mcast) < 1.3 / (n - 1) * sum(ring) + mcast_timeouts * shard, \
-        (mcast, ring, mcast_timeouts)
-    assert sum(lossy) < 2.5 / (n - 1) * sum(ring) + lossy_timeouts * shard, \
-        (lossy, ring, lossy_timeouts)
+    assert sum(mcast) < 1.3 / (n - 1) * sum(ring) + 1.1 * mcast_repairs, \
+        (mcast, ring, mcast_repairs)
+    assert sum(lossy) < 1.3 / (n - 1) * sum(ring) + 1.1 * lossy_repairs, \
+        (lossy, ring, lossy_repairs)
 
 
 def test_a_silent_peer_is_reported_unreachable(bridge_net):
