@@ -49,9 +49,10 @@ ECN_PACKETS = 32                       # fabricd's default queue-length threshol
 # 1.04-1.05x / 1.10-1.11x at 32 and 1.41x / 1.86x at 64, where the hosts' Python RoCE
 # transport (~13-20 us of CPU per packet, bench_transport) and the shaping share the two
 # cores; a native switch forwards 400,000+ packets/s (bench_forwarding). With the native
-# transport (collectives/native, 5.3x less CPU per packet) the ring ran 1.33x / 1.61x at 48
-# and 1.67x / 3.28x at 96 Mbit/s, and 1.14x / 1.18x at 24 (load 6-13 from other jobs, no
-# idle CPU): not within 1.1x, so the rate stays (collectives/native/README.md).
+# transport (collectives/native, 6.2x less CPU per packet) on a quiet machine the ring ran
+# 1.04x / 1.15x at 24, 1.10x / 1.55x at 48, 1.54x / 2.55x at 96 and 4.18x / 6.48x at 240
+# Mbit/s, the switches marking ECN on uncongested links from 96 (the fabric falls behind,
+# not the hosts): not within 1.1x, so the rate stays (collectives/native/README.md).
 LINK_MBPS = 24.0
 
 
