@@ -12,9 +12,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import native
 from .lb import PROGRAMS, Policy, make_policy
 from .rendezvous import DEFAULT_PORT, Rendezvous
-from .transport import Message, SendOp, TransportConfig, open_endpoint
+from .transport import Endpoint, Message, SendOp, TransportConfig
+
+
+def open_endpoint(rank: int, peers: list[str], cfg: TransportConfig) -> Endpoint:
+    """The rank's endpoint on the configured backend: the native data path where a C
+    compiler exists (collectives/native), else the Python one (the reference)."""
+    cfg.backend = cfg.backend or native.default_backend()
+    if cfg.backend == "native":
+        return native.NativeEndpoint(rank, peers, cfg)
+    return Endpoint(rank, peers, cfg)
 
 
 @dataclass

@@ -823,13 +823,3 @@ def _attach_filter(sock: socket.socket, program: list[tuple[int, int, int, int]]
     buf = ctypes.create_string_buffer(code)
     fprog = struct.pack("=HxxxxxxQ", len(program), ctypes.addressof(buf))
     sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
-
-
-def open_endpoint(rank: int, peers: list[str], cfg: TransportConfig) -> Endpoint:
-    """The rank's endpoint on the configured backend: the native data path where a C
-    compiler exists (collectives/native), else this module's (the reference)."""
-    from . import native
-    cfg.backend = cfg.backend or native.default_backend()
-    if cfg.backend == "native":
-        return native.NativeEndpoint(rank, peers, cfg)
-    return Endpoint(rank, peers, cfg)

@@ -21,7 +21,7 @@ import numpy as np
 
 from fabricmodel import rocev2
 from fabricmodel.routing import Routing
-from fabricmodel.topology import HOST_PORT, Topology, fat_tree, leaf_spine
+from fabricmodel.topology import HOST_PORT, Topology, leaf_spine
 
 ENGINE = pathlib.Path(__file__).with_name("engine.cpp")
 NS3_VERSION = "44"
@@ -118,14 +118,6 @@ def _warm_up() -> None:
         e.start_rank(job, rank)
     fab.run(0.01)
     fab.close()
-    # and a whole small run of each policy, as sim.collective runs them: the planner's pins,
-    # Ethereal's re-pick, reading the results (each its first call)
-    # imported here: sim.collective imports this module
-    from sim.collective import POLICIES, Run
-
-    ft = fat_tree(4)
-    for policy in POLICIES:
-        Run(ft, "all-to-all", 16 * 4096, policy, failed=(ft.uplinks(ft.leaves[0].name)[0].index,)).run()
 
 
 def add_qps(engine, job: int, src: int, step: int, dsts, sizes, mtu: int, sports, modes) -> None:
