@@ -272,10 +272,7 @@ def calibrate(demo_jsonl, out_dir, workers, scheduler):
 def multicast(hosts, hosts_per_leaf, shard, gbps, out_dir, workers, scheduler):
     """Multicast Allgather vs ring Allgather: link traversals (and CCT) per fabric size."""
     sizes, shard_bytes = _host_counts(hosts), _sizes(shard, "--shard")[0]
-    tasks = [sweep.Task(multicast_allgather,
-                        (args.leaf_spine_for(n, hosts_per_leaf, "--hosts"), shard_bytes,
-                         LinkSpec(gbps), Transport()), f"{n} hosts")
-             for n in sizes]
+    tasks = _per_fabric(multicast_allgather, sizes, hosts_per_leaf, shard_bytes, gbps)
     outcome = sweep.run(tasks, workers=workers, scheduler=scheduler, desc="sim multicast")
     _ideas_out(outcome, out_dir / "multicast.jsonl", "shard-traversals")
 
@@ -295,12 +292,16 @@ def netreduce(hosts, hosts_per_leaf, size, gbps, out_dir, workers, scheduler):
     if not sizes or not all(2 <= n <= MAX_WORKERS for n in sizes):
         raise click.BadParameter(f"each fabric needs 2..{MAX_WORKERS} hosts, got {hosts!r}",
                                  param_hint="--hosts")
-    tasks = [sweep.Task(run_netreduce,
-                        (args.leaf_spine_for(n, hosts_per_leaf, "--hosts"), size_bytes,
-                         LinkSpec(gbps), Transport()), f"{n} hosts")
-             for n in sizes]
+    tasks = _per_fabric(run_netreduce, sizes, hosts_per_leaf, size_bytes, gbps)
     outcome = sweep.run(tasks, workers=workers, scheduler=scheduler, desc="sim netreduce")
     _ideas_out(outcome, out_dir / "netreduce.jsonl", "buffer-traversals")
+
+
+def _per_fabric(run, sizes: list[int], hosts_per_leaf: int, nbytes: int,
+                gbps: float) -> list[sweep.Task]:
+    """One task of `run` per fabric size: its non-blocking leaf-spine, `nbytes`, the links."""
+    return [sweep.Task(run, (args.leaf_spine_for(n, hosts_per_leaf, "--hosts"), nbytes,
+                             LinkSpec(gbps), Transport()), f"{n} hosts") for n in sizes]
 
 
 def _host_counts(text: str) -> list[int]:
