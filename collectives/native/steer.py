@@ -15,9 +15,10 @@ import struct
 import sys
 from contextlib import contextmanager
 
-from ebpf import TcError, libbpf, tc
+from ebpf import PROGRAMS, TcError, libbpf, tc
 
-PRIO = 50                       # after pin 10, reps 20, spray 30, impair 40
+# last on the ingress hook: after every program of ebpf/ (the policies' and impair's)
+PRIO = max(program.PRIO for program in PROGRAMS.values()) + 10
 NAME = "roce_steer"
 PACKET_OTHERHOST = 3
 BPF_FUNC_SKB_CHANGE_TYPE = 32
