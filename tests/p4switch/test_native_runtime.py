@@ -19,8 +19,10 @@ from p4switch.native import available
 pytestmark = [pytest.mark.netns,
               pytest.mark.skipif(not available(), reason="no C compiler (cc) for the native backend")]
 ETH_P_ALL = 0x0003
-COUNT = 3000
+COUNT = 3000           # at least this many packets, and the stream lasts until the writes are done
 RATE = 1500            # packets/s: well inside what the host's sender and receiver keep up with
+WRITES = 10            # write rounds that must fall inside the stream, however slow the machine
+DEADLINE = 120.0       # seconds; a switch that stalls the writes fails here instead of hanging
 
 
 def _frame(seq):
@@ -74,7 +76,7 @@ def test_writes_while_traffic_flows_lose_and_reorder_nothing(tmp_path):
         rx.settimeout(0.2)
         tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
         tx.bind((veths[0][1], 0))
-        seen, done = [], threading.Event()
+        seen, sent, done, stop = [], [0], threading.Event(), threading.Event()
 
         def receive():
             quiet_since = None
@@ -93,9 +95,12 @@ def test_writes_while_traffic_flows_lose_and_reorder_nothing(tmp_path):
 
         def send():
             start = time.monotonic()
-            for seq in range(COUNT):
+            seq = 0
+            while seq < COUNT or not stop.is_set():
                 tx.send(_frame(seq))
-                ahead = (seq + 1) / RATE - (time.monotonic() - start)
+                seq += 1
+                sent[0] = seq
+                ahead = seq / RATE - (time.monotonic() - start)
                 if ahead > 0:
                     time.sleep(ahead)
             done.set()
@@ -105,7 +110,9 @@ def test_writes_while_traffic_flows_lose_and_reorder_nothing(tmp_path):
         receiver.start()
         sender.start()
         writes = 0
-        while not done.is_set():
+        deadline = time.monotonic() + DEADLINE
+        # The stream stops only after WRITES complete rounds, so every round overlaps it.
+        while (writes < WRITES or sent[0] < COUNT) and time.monotonic() < deadline:
             other = _entry("FabricIngress.ipv4_route", "FabricIngress.route_to_port",
                            {"meta.slice_id": "0", "hdr.ipv4.dstAddr": f"10.0.9.{writes % 200}/32"},
                            port=3)
@@ -122,12 +129,14 @@ def test_writes_while_traffic_flows_lose_and_reorder_nothing(tmp_path):
             group.insert()
             group.delete()
             writes += 1
+        stop.set()
         sender.join()
         receiver.join()
         rx.close()
         tx.close()
-        assert writes >= 10, "the writes did not overlap the traffic"
-        assert seen == list(range(COUNT)), (len(seen), [s for s in range(COUNT) if s not in set(seen)][:10])
+        assert writes >= WRITES, f"only {writes} write rounds in {DEADLINE:.0f} s"
+        assert seen == list(range(sent[0])), (len(seen), sent[0],
+                                              [s for s in range(sent[0]) if s not in set(seen)][:10])
         assert _register_read("FabricIngress.spray_rr", 3) == (writes - 1) & 0xFFFF
         counter = sh.CounterEntry("FabricIngress.port_drops")
         counter.index = 5
