@@ -126,11 +126,14 @@ class FakePin:
 
     def __init__(self) -> None:
         self.pins: dict[tuple[str, int], int] = {}
+        self.writes = 0
 
     def pin(self, ip, qpn, sport):
+        self.writes += 1
         self.pins[ip, qpn] = sport
 
     def unpin(self, ip, qpn):
+        self.writes += 1
         return self.pins.pop((ip, qpn), None) is not None
 
 
@@ -205,3 +208,36 @@ def test_ethereal_policy_splits_with_the_controller_planner():
             per_uplink[member] += p.nbytes
     assert per_uplink == [12288, 12288]           # Ethereal's equal split, via pinned ports
     assert (ips[1], SendQP(ep, 1, 0).dqpn) not in pins.pins   # rack-local: the QP's own port
+
+
+def test_ethereal_slices_of_a_flow_ride_its_pinned_sub_flows():
+    """A ring step's slices arrive alike: the first is split and pinned, the rest take the
+    same QPs and ports without a map write; a timeout marks the path failed and the next
+    slice is planned afresh around it."""
+    topo = leaf_spine(2, 2, 3)
+    hosts = [topo.host_by_rank(r).name for r in range(6)]
+    ips = [topo.host_by_rank(r).ip for r in range(6)]
+    pins = FakePin()
+    policy = make_policy("ethereal", 0, ips, topology=topo, hosts=hosts, program=pins)
+    ep = FakeEndpoint(0, ips)
+    qps = {i: SendQP(ep, 3, i) for i in range(2)}
+
+    def slice_(nbytes=16384):
+        plan = policy.plan({3: nbytes})
+        for p in plan[3]:
+            policy.prepare(qps[p.qp])
+        return plan[3], {i: pins.pins.get((ips[3], qps[i].dqpn)) for i in qps}
+
+    first, ports = slice_()
+    assert len(first) == 2 and pins.writes == 2     # one remote flow split over both uplinks
+    assert len({ports[0], ports[1]}) == 2
+    for _ in range(3):
+        assert slice_() == (first, ports)
+    assert pins.writes == 2
+    last, _ = slice_(5000)                          # a step's shorter last slice
+    assert sum(p.nbytes for p in last) == 5000 and pins.writes == 2
+    policy.on_timeout(qps[0], 0)                    # QP 0's path is marked failed
+    assert policy.repicks == 1 and pins.writes == 3
+    after, ports_after = slice_()
+    assert [(p.offset, p.nbytes) for p in after] == [(0, 16384)]   # one good path left
+    assert ports_after[after[0].qp] == ports[1]     # the surviving uplink's port
