@@ -15,16 +15,18 @@ def test_paced_multicast_allgather_is_exact_under_10_percent_loss(bridge_net, tm
     plan = [dict(r, options={"link_mbps": 40.0}) for r in
             runs([16_384], dtypes=("int32",), algos=[("allgather", "multicast")])]
 
-    def injected() -> int:
+    def exact_run() -> list[dict]:
         rows = launch(net.ips, plan, namespaces=net.namespaces, out_dir=tmp_path,
                       timeout=120, transport={"reliability": "sr", "min_rto": 0.1})
         assert_results(rows, plan, n, tmp_path)
-        return sum(r["bytes_injected"] for r in rows)
+        return rows
 
-    lossless = injected()
+    exact_run()                   # lossless
     prog = net.impair(drop=0.10)
-    lossy = injected()
+    lossy = exact_run()
     assert prog.counters().dropped > 0
-    # the neighbours' repairs are unicast the lossless run did not need
-    assert lossy > lossless * 1.02, (lossy, lossless)
+    # A root never multicasts twice: what the loss took, the neighbours repaired by unicast.
+    # (How many more bytes that is than the lossless run is not asserted: a busy machine
+    # also makes the lossless run repair streams that went quiet past their expected end.)
+    assert sum(r["repair_bytes"] for r in lossy) > 0, lossy
     prog.close()
