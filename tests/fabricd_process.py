@@ -39,7 +39,9 @@ class Fabricd:
         self.log = tmp / "fabricd.log"
         self.server = ""
 
-    def start(self, timeout: float = 60.0) -> str:
+    def start(self, timeout: float = 180.0) -> str:
+        """A start takes ~1 s; the deadline only catches a hang (fabricd_api's 30 s was
+        crossed at a load average of 20)."""
         port_file = self.tmp / "port"
         port_file.unlink(missing_ok=True)
         args = [sys.executable, "-m", "controller.fabricd", "--topology", str(self.topology),

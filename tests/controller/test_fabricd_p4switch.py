@@ -127,7 +127,7 @@ def test_fabricd_installs_reconciles_and_survives_restarts(fabric, compiled_fabr
     # A switch restart: fabricd notices, pushes the pipeline and rewrites its entries.
     switches["spine1"].stop()
     start_switch("spine1")
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120        # catches a hang; a busy machine is slow
     while True:
         try:
             assert assert_switches_hold_exactly(daemon, pipeline) == sliced

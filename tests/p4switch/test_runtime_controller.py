@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pathlib
 import queue
+import select
 import shutil
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -72,9 +74,23 @@ def frame(src: bytes, dst: bytes = UNKNOWN_DST, seq: int = 0) -> bytes:
     return head + bytes(64 - len(head))
 
 
+WAIT = 30.0     # s for a message that must come: a busy machine is slow, only a loss meets it
+
+
 def next_stream(kind: str, timeout: float):
     """The next stream message of this kind (p4runtime-shell's queue), None if none came."""
     return sh.client.get_stream_packet(kind, timeout=timeout)
+
+
+def resend_until_listed(rig, port: int, data: bytes) -> p4runtime_pb2.DigestList:
+    """Sends `data` every 0.2 s until a digest list comes (the switch suppresses it until its
+    earlier list is acked or timed out, which a busy machine makes later) -> that list."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        rig.send(port, data)
+        if (msg := next_stream("digest", 0.2)) is not None:
+            return msg.digest
+        assert time.monotonic() < deadline, "no digest list"
 
 
 def ack(lst: p4runtime_pb2.DigestList) -> None:
@@ -102,41 +118,43 @@ def configure_digest(kind: str = "insert", **config) -> sh.DigestEntry:
 
 # --- digests -------------------------------------------------------------------------------
 def test_digest_lists_fill_to_max_list_size_or_wait_max_timeout(rig):
-    configure_digest(max_list_size=3, max_timeout_ns=300_000_000, ack_timeout_ns=10**10)
+    # a max_timeout_ns no pause between the test's sends reaches: the list fills to 3
+    configure_digest(max_list_size=3, max_timeout_ns=60 * 10**9, ack_timeout_ns=10**11)
     (read,) = sh.DigestEntry("mac_learn_t").read()
-    assert (read.max_list_size, read.max_timeout_ns, read.ack_timeout_ns) == (3, 300_000_000,
-                                                                             10**10)
+    assert (read.max_list_size, read.max_timeout_ns, read.ack_timeout_ns) == (3, 60 * 10**9,
+                                                                             10**11)
     for n in (1, 2, 1, 3):                 # the second A is a duplicate within the buffer
         rig.send(1, frame(mac(n)))
-    first = next_stream("digest", 2).digest
+    first = next_stream("digest", WAIT).digest
     assert sources(first) == [(mac(1), 1), (mac(2), 1), (mac(3), 1)]
 
     # (A, 1) is in the cache (sent, not acked): only D is buffered; it leaves on the timeout
+    configure_digest("modify", max_list_size=3, max_timeout_ns=300_000_000,
+                     ack_timeout_ns=10**11)
+    start = time.monotonic()              # before D can reach the switch
     rig.send(1, frame(mac(1)))
     rig.send(2, frame(mac(4)))
-    start = time.monotonic()
-    second = next_stream("digest", 3).digest
+    second = next_stream("digest", WAIT).digest
     assert sources(second) == [(mac(4), 2)]
     assert time.monotonic() - start >= 0.2             # held for max_timeout_ns (0.3 s)
     assert second.list_id != first.list_id and second.digest_id == first.digest_id
 
-    ack(first)                            # (A, 1) may be reported again
-    time.sleep(0.2)
-    rig.send(1, frame(mac(1)))
-    assert sources(next_stream("digest", 3).digest) == [(mac(1), 1)]
+    ack(first)                            # (A, 1) may be reported again, once the ack is in
+    assert sources(resend_until_listed(rig, 1, frame(mac(1)))) == [(mac(1), 1)]
 
 
 def test_digest_unacked_data_waits_for_ack_timeout(rig):
-    configure_digest(max_list_size=1, ack_timeout_ns=600_000_000)
+    ack_timeout = 600_000_000
+    configure_digest(max_list_size=1, ack_timeout_ns=ack_timeout)
     rig.send(1, frame(mac(7)))
-    first = next_stream("digest", 2).digest
+    first = next_stream("digest", WAIT).digest
     assert sources(first) == [(mac(7), 1)]
-    rig.send(1, frame(mac(7)))            # not acked: suppressed
-    assert next_stream("digest", 0.3) is None
-    time.sleep(0.5)                       # ack_timeout_ns has passed since the list was sent
-    rig.send(1, frame(mac(7)))
-    again = next_stream("digest", 2).digest
+    # not acked: suppressed until ack_timeout_ns after its list, then reported again. Sent
+    # over and over until it is: on the switch's clock (the lists' timestamps, which no delay
+    # on the way changes) the new list is at least the ack timeout after the first.
+    again = resend_until_listed(rig, 1, frame(mac(7)))
     assert sources(again) == [(mac(7), 1)] and again.list_id != first.list_id
+    assert again.timestamp - first.timestamp >= ack_timeout, (first.timestamp, again.timestamp)
 
 
 def test_digest_entry_insert_modify_delete(rig):
@@ -287,7 +305,7 @@ def colours(rig, count: int, dst: bytes) -> list[tuple[int, int]]:
     with raw_socket(rig.hosts[2]) as rx:
         for seq in range(count):
             rig.send(1, frame(mac(1), dst, seq))
-        got = receive_all(rx, quiet=0.4)
+        got = receive_all(rx, quiet=0.4, at_least=count)
     assert [int.from_bytes(f[16:20], "big") for f in got] == list(range(count))
     return [(f[14], f[15]) for f in got]
 
@@ -337,7 +355,7 @@ def test_packet_out_and_packet_in_carry_controller_metadata(rig):
     out = frame(mac(1), mac(0x30), 5)
     with raw_socket(rig.hosts[3]) as wire:
         sh.PacketOut(payload=out, egress_port="3", flags="0").send()
-        assert receive_all(wire, quiet=0.4) == [out]
+        assert receive_all(wire, quiet=0.4, at_least=1) == [out]
 
     te = sh.TableEntry("CtlIngress.dmac")(action="CtlIngress.punt")
     te.match["hdr.ethernet.dst"] = "02:00:00:00:00:31"
@@ -345,24 +363,41 @@ def test_packet_out_and_packet_in_carry_controller_metadata(rig):
     te.insert()
     up = frame(mac(4), mac(0x31), 6)
     rig.send(2, up)
-    msg = next_stream("packet", 2).packet
+    msg = next_stream("packet", WAIT).packet
     assert msg.payload == up
     assert {m.metadata_id: m.value for m in msg.metadata} == {info["ingress_port"]: b"\x02",
                                                               info["reason"]: b"\x09"}
 
 
 # --- watch ports -----------------------------------------------------------------------------
-def trunk_spread(rig, ports=(2, 3), count: int = 24) -> dict[int, int]:
-    """Frames from `count` source MACs to the trunk's address -> frames received per port."""
+def trunk_spread(rig, ports=(2, 3), count: int = 24, wait: float = WAIT) -> dict[int, int]:
+    """Frames from `count` source MACs to the trunk's address -> frames received per port:
+    until all have come out of `ports` (or `wait` s went by), then 0.4 s of quiet."""
     dst = mac(0x40)
     socks = {p: raw_socket(rig.hosts[p]) for p in ports}
+    got = dict.fromkeys(ports, 0)
     try:
         for n in range(count):
             rig.send(1, frame(bytes([2, 0, 0, 1, 0, n]), dst, n))
-        return {p: len(receive_all(s, quiet=0.4)) for p, s in socks.items()}
+        deadline = time.monotonic() + wait
+        while sum(got.values()) < count and time.monotonic() < deadline:
+            ready, _, _ = select.select(list(socks.values()), [], [], 0.2)
+            for p, sock in socks.items():
+                if sock in ready and sock.recvfrom(2048)[1][2] != socket.PACKET_OUTGOING:
+                    got[p] += 1
+        return {p: got[p] + len(receive_all(s, quiet=0.4)) for p, s in socks.items()}
     finally:
         for s in socks.values():
             s.close()
+
+
+def eventually_spread(rig, want: dict[int, int]) -> None:
+    """trunk_spread(rig, ports of `want`) again until it is `want` (within 2 WAIT s): the
+    switch sees a link change when its loops next run, which a busy machine makes later."""
+    deadline = time.monotonic() + 2 * WAIT
+    while (got := trunk_spread(rig, ports=tuple(want), wait=2.0)) != want:
+        assert time.monotonic() < deadline, (got, want)
+        time.sleep(0.3)
 
 
 def set_link(ifname: str, state: str) -> None:
@@ -387,12 +422,10 @@ def test_watch_port_takes_members_out_while_their_port_is_down(rig):
 
     set_link(rig.hosts[3], "down")            # port 3 loses its carrier
     try:
-        time.sleep(0.6)
-        assert trunk_spread(rig, ports=(2,)) == {2: 24}      # none lost on port 3's link
+        eventually_spread(rig, {2: 24})       # none lost on port 3's link
         (read,) = sh.ActionProfileGroup("CtlIngress.trunk_selector")(group_id=1).read()
         assert sorted((m.member_id, m.watch_port) for m in read.members) == \
             [(1, b"\x02"), (2, b"\x03")]       # the group as written: nothing removed
     finally:
         set_link(rig.hosts[3], "up")
-    time.sleep(0.6)
-    assert trunk_spread(rig) == both          # the same hash spread as before
+    eventually_spread(rig, both)              # the same hash spread as before
