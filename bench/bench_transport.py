@@ -10,9 +10,11 @@ directions are loaded. Mbit/s counts both directions; CPU time per packet is bot
 processes' CPU (user and kernel: sending, receiving, ACKs, the sockets, ring and veth) divided by
 the data packets, "user" only its user-space part (the transport's own work, where C replaces
 Python). Last line: the geometric mean over the rows of Python's CPU per packet over the native
-one's. Needs root."""
+one's. Needs root. `--rows gbn/1024/ecmp/0,ooo/1024/reps/0` runs only those rows (mode/MTU/
+policy/loss %), `--transports native` only that transport (no ratio then): for profiling."""
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import subprocess
@@ -69,7 +71,36 @@ def _measure(ips, ns, rel: str, mtu: int, policy: str, backend: str):
             sum(r["packets_retransmitted"] for r in rows))
 
 
-def main() -> int:
+def _cases() -> list[tuple[str, int, str, float]]:
+    cases = [(rel, mtu, "ecmp", 0.0) for rel in ("gbn", "sr", "ooo") for mtu in (1024, 4096)]
+    cases += [("ooo", 1024, policy, 0.0) for policy in ("spray", "reps", "ethereal")]
+    return cases + [(rel, 1024, "ecmp", 0.01) for rel in ("gbn", "sr", "ooo")]
+
+
+def _name(case: tuple[str, int, str, float]) -> str:
+    rel, mtu, policy, drop = case
+    return f"{rel}/{mtu}/{policy}/{drop * 100:g}"
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    names = [_name(c) for c in _cases()]
+    parser.add_argument("--rows", help=f"comma-separated rows of {', '.join(names)}")
+    parser.add_argument("--transports", default="python,native",
+                        help="comma-separated: python, native (default both)")
+    args = parser.parse_args(argv)
+    for field, known in (("rows", names), ("transports", ["python", "native"])):
+        value = getattr(args, field)
+        chosen = value.split(",") if value else list(known)
+        unknown = [v for v in chosen if v not in known]
+        if unknown:
+            parser.error(f"--{field}: unknown {', '.join(unknown)}; known: {', '.join(known)}")
+        setattr(args, field, chosen)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
     if os.geteuid() != 0:
         print("bench_transport: needs root for network namespaces; skipped")
         return 0
@@ -88,9 +119,7 @@ def main() -> int:
         ips = ["10.78.0.1", "10.78.0.2"]
         print(f"{'mode':<6} {'mtu':>5} {'policy':<9} {'loss':>5} {'transport':<9} {'Mbit/s':>9} "
               f"{'pkt/s':>9} {'CPU us/pkt':>11} {'user us/pkt':>12} {'retx':>6} {'py/native':>10}")
-        cases = [(rel, mtu, "ecmp", 0.0) for rel in ("gbn", "sr", "ooo") for mtu in (1024, 4096)]
-        cases += [("ooo", 1024, policy, 0.0) for policy in ("spray", "reps", "ethereal")]
-        cases += [(rel, 1024, "ecmp", 0.01) for rel in ("gbn", "sr", "ooo")]
+        cases = [c for c in _cases() if _name(c) in args.rows]
         impair = None
         ratios, user_ratios = [], []
         for rel, mtu, policy, drop in cases:
@@ -99,13 +128,13 @@ def main() -> int:
                 if impair is None:
                     break
             measured = {}
-            for backend in ("python", "native"):
+            for backend in args.transports:
                 row = _measure(ips, ns, rel, mtu, policy, backend)
                 if row is None:
                     break
                 measured[backend] = row
                 goodput, pps, cpu, user, retx = row
-                ratio = measured["python"][2] / cpu if backend == "native" else None
+                ratio = measured["python"][2] / cpu if len(measured) == 2 else None
                 print(f"{rel:<6} {mtu:>5} {policy:<9} {drop:>5.0%} {backend:<9} {goodput:>9.1f} "
                       f"{pps:>9.0f} {cpu:>11.2f} {user:>12.2f} {retx:>6} "
                       f"{f'{ratio:.1f}x' if ratio else '':>10}", flush=True)

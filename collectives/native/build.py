@@ -98,6 +98,7 @@ def _signatures(lib: ctypes.CDLL) -> None:
         "nt_error": ([vp, ctypes.POINTER(u32)], None),
         "nt_icrc": ([ctypes.c_char_p, u32, i], u32),
         "nt_rx_ring": ([vp, i], i),
+        "nt_tx_ring": ([vp, i], i),
         "nt_join": ([vp, u32], i),
     }
     for name, (args, res) in sigs.items():

@@ -187,12 +187,14 @@ class NativeEndpoint(Endpoint):
             max_rto=cfg.max_rto, rate=cfg.rate_gbps * 1e9 / 8, line_rate=cfg.line_gbps * 1e9 / 8)
         self._cb = _CALLBACK(self._callback)
         self._ep = self._lib.nt_new(ctypes.byref(self._cfg), ctypes.cast(self._cb, ctypes.c_void_p))
+        self.txr: socket.socket | None = None
         if self.rx.family == socket.AF_PACKET:
             err = self._lib.nt_rx_ring(self._ep, self.rx.fileno())
             if err:
                 self.close()
                 raise OSError(-err, f"rank {self.rank}: cannot map a packet ring: "
                                     f"{os.strerror(-err)}")
+            self.txr = self._open_tx_ring()
         self.stats = NativeStats.from_address(self._lib.nt_stats_of(self._ep))
         self.sendqps: dict[tuple[int, int], NativeSendQP] = {}
         self._qps: list[NativeSendQP] = []
@@ -218,6 +220,15 @@ class NativeEndpoint(Endpoint):
         rx.setblocking(False)
         return rx
 
+    def _open_tx_ring(self) -> socket.socket | None:
+        """A packet socket whose TX ring transport.c sends from (nt_tx_ring); None where the
+        rank's address is on no Ethernet interface (lo): the raw IP socket sends everything."""
+        txr = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+        if self._lib.nt_tx_ring(self._ep, txr.fileno()):
+            txr.close()
+            return None
+        return txr
+
     def join(self, group: str) -> None:
         if self.rx.family != socket.AF_PACKET:
             super().join(group)
@@ -233,6 +244,8 @@ class NativeEndpoint(Endpoint):
         if self._ep:
             self._lib.nt_free(self._ep)
             self._ep = None
+        if getattr(self, "txr", None):
+            self.txr.close()
         super().close()
 
     @property

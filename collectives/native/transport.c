@@ -7,8 +7,14 @@
  * Every number shared with Python comes from the generated header in front of this file
  * (collectives/native/build.py), never typed here. */
 #include <errno.h>
+#include <ifaddrs.h>
+#include <linux/if_arp.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/neighbour.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/virtio_net.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
@@ -43,7 +49,9 @@ typedef struct {                    /* the head of a send QP that Python reads a
 
 /* ---- CRC-32 (zlib's), slicing by 8 ------------------------------------------------------- */
 static uint32_t crc_tab[8][256];
-static int have_clmul __attribute__((unused));           /* the CPU multiplies carry-less (x86-64: PCLMULQDQ) */
+/* how the CPU multiplies carry-less (x86-64): 0 not at all, 1 PCLMULQDQ on 128 bits, 2 also
+ * VPCLMULQDQ on 512 bits (AVX-512) */
+static int clmul_level __attribute__((unused));
 
 static void crc_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
@@ -56,73 +64,13 @@ static void crc_init(void) {
             crc_tab[t][i] = crc_tab[0][crc_tab[t - 1][i] & 0xFF] ^ (crc_tab[t - 1][i] >> 8);
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    have_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+    if (__builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1"))
+        clmul_level = __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") ? 2 : 1;
 #endif
 }
 
-/* Carry-less multiplication folding (Gopal et al., Intel, "Fast CRC Computation for Generic
- * Polynomials Using PCLMULQDQ", 2009) for the bit-reflected CRC-32 of zlib: one 128-bit
- * accumulator folded 16 bytes at a time, then Barrett reduction. The constants are the
- * paper's for P = 0x104C11DB7: x^(128+32), x^(128-32), x^64 mod P (reflected) and P, mu. */
-#if defined(__x86_64__)
-#include <immintrin.h>
-__attribute__((target("pclmul,sse4.1")))
-static inline __m128i fold(__m128i x, __m128i k, const uint8_t *p) {
-    return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
-                                       _mm_clmulepi64_si128(x, k, 0x11)),
-                         _mm_loadu_si128((const __m128i *)p));
-}
-
-__attribute__((target("pclmul,sse4.1")))
-static uint32_t crc32_clmul(uint32_t state, const uint8_t *p, size_t n) {  /* n >= 16, n % 16 == 0 */
-    const __m128i k12 = _mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL);    /* by 512 bits */
-    const __m128i k34 = _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL);    /* by 128 bits */
-    const __m128i k5 = _mm_set_epi64x(0, 0x0163cd6124LL);
-    const __m128i poly = _mm_set_epi64x(0x01f7011641LL, 0x01db710641LL);
-    const __m128i low32 = _mm_setr_epi32(~0, 0, ~0, 0);
-    __m128i x = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)state));
-    p += 16;
-    n -= 16;
-    if (n >= 112) {                 /* four accumulators hide the multiplier's latency */
-        __m128i x1 = _mm_loadu_si128((const __m128i *)p);
-        __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 16));
-        __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 32));
-        p += 48;
-        n -= 48;
-        for (; n >= 64; p += 64, n -= 64) {
-            x = fold(x, k12, p);
-            x1 = fold(x1, k12, p + 16);
-            x2 = fold(x2, k12, p + 32);
-            x3 = fold(x3, k12, p + 48);
-        }
-        x = fold(x, k34, (const uint8_t *)&x1);
-        x = fold(x, k34, (const uint8_t *)&x2);
-        x = fold(x, k34, (const uint8_t *)&x3);
-    }
-    for (; n; p += 16, n -= 16) x = fold(x, k34, p);
-    /* 128 -> 64 bits */
-    __m128i t = _mm_clmulepi64_si128(x, k34, 0x10);
-    x = _mm_xor_si128(_mm_srli_si128(x, 8), t);
-    t = _mm_srli_si128(x, 4);
-    x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x, low32), k5, 0x00), t);
-    /* Barrett: 64 -> 32 bits */
-    t = _mm_clmulepi64_si128(_mm_and_si128(x, low32), poly, 0x10);
-    t = _mm_clmulepi64_si128(_mm_and_si128(t, low32), poly, 0x00);
-    return (uint32_t)_mm_extract_epi32(_mm_xor_si128(x, t), 1);
-}
-#endif
-
-/* zlib.crc32(buf, crc): continues a CRC */
-static uint32_t crc32_cont(uint32_t crc, const uint8_t *p, size_t n) {
-    crc = ~crc;
-#if defined(__x86_64__)
-    if (have_clmul && n >= 16) {
-        size_t m = n & ~(size_t)15;
-        crc = crc32_clmul(crc, p, m);
-        p += m;
-        n -= m;
-    }
-#endif
+static uint32_t crc32_table(uint32_t crc, const uint8_t *p, size_t n) {   /* crc inverted */
     while (n && ((uintptr_t)p & 7)) { crc = crc_tab[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8); n--; }
     while (n >= 8) {
         uint32_t lo, hi;
@@ -137,14 +85,129 @@ static uint32_t crc32_cont(uint32_t crc, const uint8_t *p, size_t n) {
         n -= 8;
     }
     while (n--) crc = crc_tab[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
-    return ~crc;
+    return crc;
+}
+
+/* Carry-less multiplication folding (Gopal et al., Intel, "Fast CRC Computation for Generic
+ * Polynomials Using PCLMULQDQ", 2009) for the bit-reflected CRC-32 of zlib: a 128-bit
+ * accumulator folded forward over 16-byte blocks, then Barrett reduction. A pair of
+ * constants folds by D bits: x^(D+32) and x^(D-32) mod P, bit-reflected and shifted left by
+ * one; P = 0x104C11DB7 and mu for the reduction. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define K128 _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL)
+#define K256 _mm_set_epi64x(0x015a546366LL, 0x00f1da05aaLL)
+#define K384 _mm_set_epi64x(0x0174359406LL, 0x003db1ecdcLL)
+#define K512 _mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL)
+#define K2048 _mm_set_epi64x(0x01322d1430LL, 0x011542778aLL)
+
+__attribute__((target("pclmul,sse4.1")))
+static inline __m128i fold_by(__m128i x, __m128i k) {
+    return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+__attribute__((target("pclmul,sse4.1")))
+static inline __m128i fold(__m128i x, __m128i k, const uint8_t *p) {
+    return _mm_xor_si128(fold_by(x, k), _mm_loadu_si128((const __m128i *)p));
+}
+
+/* 64 bytes per step in four 512-bit lanes of 4 x 128 bits; x (the data before p) is folded
+ * onto p's first block. n >= 256, n % 64 == 0 left for the caller's 128-bit tail. */
+__attribute__((target("avx512f,avx512bw,vpclmulqdq,pclmul,sse4.1")))
+static __m128i fold_512(__m128i x, const uint8_t **pp, size_t *pn) {
+    const uint8_t *p = *pp;
+    size_t n = *pn;
+    const __m512i k2048 = _mm512_broadcast_i32x4(K2048), k512 = _mm512_broadcast_i32x4(K512);
+#define FOLD512(acc, k, data) _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(acc, k, 0x00), \
+        _mm512_clmulepi64_epi128(acc, k, 0x11), data, 0x96)
+    __m512i x0 = _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_zextsi128_si512(fold_by(x, K128)));
+    __m512i x1 = _mm512_loadu_si512(p + 64), x2 = _mm512_loadu_si512(p + 128);
+    __m512i x3 = _mm512_loadu_si512(p + 192);
+    for (p += 256, n -= 256; n >= 256; p += 256, n -= 256) {
+        x0 = FOLD512(x0, k2048, _mm512_loadu_si512(p));
+        x1 = FOLD512(x1, k2048, _mm512_loadu_si512(p + 64));
+        x2 = FOLD512(x2, k2048, _mm512_loadu_si512(p + 128));
+        x3 = FOLD512(x3, k2048, _mm512_loadu_si512(p + 192));
+    }
+    x1 = FOLD512(x0, k512, x1);
+    x2 = FOLD512(x1, k512, x2);
+    x3 = FOLD512(x2, k512, x3);
+    for (; n >= 64; p += 64, n -= 64) x3 = FOLD512(x3, k512, _mm512_loadu_si512(p));
+#undef FOLD512
+    /* four lanes to one: lane i is 48 - 16 i bytes before lane 3 */
+    const __m512i kl = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(K256, K384)),
+                                          _mm256_set_m128i(_mm_setzero_si128(), K128), 1);
+    __m512i t = _mm512_xor_si512(_mm512_clmulepi64_epi128(x3, kl, 0x00),
+                                 _mm512_clmulepi64_epi128(x3, kl, 0x11));
+    *pp = p;
+    *pn = n;
+    return _mm_xor_si128(_mm_xor_si128(_mm512_extracti32x4_epi32(t, 0), _mm512_extracti32x4_epi32(t, 1)),
+                         _mm_xor_si128(_mm512_extracti32x4_epi32(t, 2), _mm512_extracti32x4_epi32(x3, 3)));
+}
+
+/* x, the data so far, folded over n more bytes (n % 16 == 0) */
+__attribute__((target("pclmul,sse4.1")))
+static __m128i fold_more(__m128i x, const uint8_t *p, size_t n, int level) {
+    if (level >= 2 && n >= 256) x = fold_512(x, &p, &n);
+    if (n >= 64) {                  /* four accumulators hide the multiplier's latency */
+        __m128i x0 = fold(x, K128, p);
+        __m128i x1 = _mm_loadu_si128((const __m128i *)(p + 16));
+        __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 32));
+        __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+        for (p += 64, n -= 64; n >= 64; p += 64, n -= 64) {
+            x0 = fold(x0, K512, p);
+            x1 = fold(x1, K512, p + 16);
+            x2 = fold(x2, K512, p + 32);
+            x3 = fold(x3, K512, p + 48);
+        }
+        x = _mm_xor_si128(_mm_xor_si128(fold_by(x0, K384), fold_by(x1, K256)),
+                          _mm_xor_si128(fold_by(x2, K128), x3));
+    }
+    for (; n; p += 16, n -= 16) x = fold(x, K128, p);
+    return x;
+}
+
+/* the accumulator reduced to the (inverted) CRC-32 */
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t reduce(__m128i x) {
+    const __m128i k5 = _mm_set_epi64x(0, 0x0163cd6124LL);
+    const __m128i poly = _mm_set_epi64x(0x01f7011641LL, 0x01db710641LL);
+    const __m128i low32 = _mm_setr_epi32(~0, 0, ~0, 0);
+    /* 128 -> 64 bits */
+    __m128i t = _mm_clmulepi64_si128(x, K128, 0x10);
+    x = _mm_xor_si128(_mm_srli_si128(x, 8), t);
+    t = _mm_srli_si128(x, 4);
+    x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x, low32), k5, 0x00), t);
+    /* Barrett: 64 -> 32 bits */
+    t = _mm_clmulepi64_si128(_mm_and_si128(x, low32), poly, 0x10);
+    t = _mm_clmulepi64_si128(_mm_and_si128(t, low32), poly, 0x00);
+    return (uint32_t)_mm_extract_epi32(_mm_xor_si128(x, t), 1);
+}
+
+/* zlib.crc32 of a (na % 16 == 0, na >= 16) followed by b, as one stream */
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t crc32_clmul(const uint8_t *a, size_t na, const uint8_t *b, size_t nb, int level) {
+    __m128i x = _mm_xor_si128(_mm_loadu_si128((const __m128i *)a), _mm_cvtsi32_si128(~0));
+    x = fold_more(x, a + 16, na - 16, level);
+    size_t m = nb & ~(size_t)15;
+    x = fold_more(x, b, m, level);
+    return ~crc32_table(reduce(x), b + m, nb - m);
+}
+#endif
+
+/* zlib.crc32(a + b) where a is a whole number of 16-byte blocks */
+static uint32_t crc32_two(const uint8_t *a, size_t na, const uint8_t *b, size_t nb, int level) {
+#if defined(__x86_64__)
+    if (level) return crc32_clmul(a, na, b, nb, level);
+#endif
+    return ~crc32_table(crc32_table(~0u, a, na), b, nb);
 }
 
 /* wire.icrc: the variant fields masked to ones, behind 8 bytes of ones (the LRH). The first
  * 48 bytes (LRH, IP/UDP, the BTH with its masked byte) go through one buffer, so that the
- * CRC runs over whole 16-byte blocks. */
+ * CRC runs over whole 16-byte blocks, and on over the rest of the packet in one pass. */
 #define ICRC_HEAD (8 + IP_UDP_BYTES + BTH_BYTES)
-static uint32_t icrc(const uint8_t *pkt, uint32_t roce_len) {
+static uint32_t icrc_at(const uint8_t *pkt, uint32_t roce_len, int level) {
     uint8_t head[ICRC_HEAD];
     memset(head, 0xFF, 8);
     memcpy(head + 8, pkt, IP_UDP_BYTES + BTH_BYTES);
@@ -153,8 +216,11 @@ static uint32_t icrc(const uint8_t *pkt, uint32_t roce_len) {
     head[8 + 10] = head[8 + 11] = 0xFF;
     head[8 + 26] = head[8 + 27] = 0xFF;
     head[8 + IP_UDP_BYTES + 4] = 0xFF;
-    uint32_t crc = crc32_cont(0, head, ICRC_HEAD);
-    return crc32_cont(crc, pkt + IP_UDP_BYTES + BTH_BYTES, roce_len - BTH_BYTES);
+    return crc32_two(head, ICRC_HEAD, pkt + IP_UDP_BYTES + BTH_BYTES, roce_len - BTH_BYTES, level);
+}
+
+static inline uint32_t icrc(const uint8_t *pkt, uint32_t roce_len) {
+    return icrc_at(pkt, roce_len, clmul_level);
 }
 
 static inline void put16(uint8_t *p, uint32_t v) { p[0] = v >> 8; p[1] = v; }
@@ -291,10 +357,55 @@ typedef struct {
     size_t ring_bytes;
     uint32_t ring_frames, ring_head;
     uint32_t groups[MAX_GROUPS], ngroups;  /* multicast groups joined */
+    /* the TX ring (nt_tx_ring) and the next hops it sends to */
+    int txr_fd, nl_fd;
+    uint8_t *txr;
+    uint32_t txr_cur, txr_pending, nl_seq;
+    int txr_ifindex;
+    uint8_t txr_mac[6];
+    struct hop *hops;
+    struct hop *slot_hop;           /* the frame tx_slot handed out goes by the ring to it */
+    uint8_t *slot;                  /* ... and its IP header is here */
 } ep_t;
 
 /* ---- transmit ---------------------------------------------------------------------------- */
-static void tx_flush(ep_t *ep) {
+/* Frames leave by one of two paths. The TX ring (nt_tx_ring): a PACKET_TX_RING on the
+ * interface that holds the rank's address, where a frame is written in place behind an
+ * Ethernet header to the next hop's MAC and a batch leaves with one send(2), with no route
+ * lookup, no dst and no neighbour output per packet. Each frame starts with a virtio-net
+ * header whose hdr_len covers it all, so that the kernel copies it into a linear skb as the
+ * raw socket did: left in the ring's pages (zero-copy fragments), a frame was copied again into
+ * fresh pages by the veth (skb_copy_ubufs, to leave its namespace) and every filter and
+ * program read it through the slow helpers. The qdisc and tc egress still see every frame (no PACKET_QDISC_BYPASS), so the
+ * policies' programs write every source port as before. The raw IP socket (sendmmsg) takes
+ * the frames for a destination whose next hop is not known: not resolved yet (the raw path's
+ * own packets make the kernel resolve it by ARP), reached through another interface, local
+ * (ranks of one host), or for a while after a retransmission timeout. */
+#define TXR_DATA (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))   /* where a frame's bytes start */
+#define TXR_HEAD (sizeof(struct virtio_net_hdr) + ETH_HLEN)        /* what goes before the IP header */
+#define TXR_FRAME ((TXR_DATA + TXR_HEAD + FRAME_MAX + 15) & ~15u)
+#define TXR_BLOCK (1u << 20)
+#define TXR_BLOCKS 8
+#define TXR_PER_BLOCK (TXR_BLOCK / TXR_FRAME)
+#define TXR_FRAMES (TXR_PER_BLOCK * TXR_BLOCKS)
+#define HOPS 1024                   /* destinations a TX ring endpoint remembers (power of 2) */
+#define HOP_RETRY_S 0.01            /* how soon an unknown next hop is asked for again */
+/* a neighbour entry with a usable MAC (the kernel's NUD_VALID, which uapi does not export) */
+#define NUD_KNOWN (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY)
+#define TXR_WAIT_MS 1000            /* how long a full ring is waited for before the raw path */
+
+typedef struct hop {                /* a destination's next hop, as the kernel's tables say */
+    uint32_t addr;
+    uint8_t used, ring, mac[6];
+    double retry_at;
+} hop_t;
+
+static inline struct tpacket2_hdr *txr_hdr(ep_t *ep, uint32_t i) {
+    return (struct tpacket2_hdr *)(ep->txr + (size_t)(i / TXR_PER_BLOCK) * TXR_BLOCK +
+                                   (size_t)(i % TXR_PER_BLOCK) * TXR_FRAME);
+}
+
+static void raw_flush(ep_t *ep) {
     uint32_t off = 0;
     while (off < ep->ntx) {
         int r = sendmmsg(ep->cfg.tx_fd, ep->txm + off, ep->ntx - off, 0);
@@ -308,15 +419,180 @@ static void tx_flush(ep_t *ep) {
     ep->ntx = 0;
 }
 
-/* A frame slot: IP + UDP in front of `roce_len` bytes the caller writes after them. */
-static uint8_t *tx_slot(ep_t *ep) {
-    if (ep->ntx == BATCH) tx_flush(ep);
-    return ep->txbuf + (size_t)ep->ntx * FRAME_MAX;
+/* Hands the queued ring frames to the kernel. A frame the device refused (a full backlog)
+ * stays queued and goes with the next send. */
+static void txr_flush(ep_t *ep) {
+    if (!ep->txr_pending) return;
+    struct tpacket2_hdr *last = txr_hdr(ep, (ep->txr_cur + TXR_FRAMES - 1) % TXR_FRAMES);
+    for (int tries = 0; tries < 16; tries++) {
+        ssize_t r = send(ep->txr_fd, NULL, 0, MSG_DONTWAIT);
+        if (!(__atomic_load_n(&last->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_SEND_REQUEST))
+            break;
+        if (r < 0 && errno != EINTR && errno != EAGAIN && errno != ENOBUFS) break;
+    }
+    ep->txr_pending = 0;
 }
 
-/* Endpoint.send_frame on a slot tx_slot returned whose RoCE part (without ICRC) is filled */
+static void tx_flush(ep_t *ep) {
+    txr_flush(ep);
+    raw_flush(ep);
+}
+
+/* ---- next hops, from the kernel's route and neighbour tables (rtnetlink) ------------------ */
+static int nl_ask(ep_t *ep, struct nlmsghdr *req, uint8_t *buf, size_t cap) {
+    req->nlmsg_flags = NLM_F_REQUEST;
+    req->nlmsg_seq = ++ep->nl_seq;
+    if (send(ep->nl_fd, req, req->nlmsg_len, 0) < 0) return -1;
+    for (;;) {
+        ssize_t n = recv(ep->nl_fd, buf, cap, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < (ssize_t)sizeof(struct nlmsghdr)) return -1;
+        struct nlmsghdr *h = (struct nlmsghdr *)buf;
+        if (!NLMSG_OK(h, (size_t)n)) return -1;
+        if (h->nlmsg_seq != ep->nl_seq) continue;       /* a late answer to an earlier question */
+        return h->nlmsg_type == NLMSG_ERROR ? -1 : (int)h->nlmsg_len;
+    }
+}
+
+/* The gateway (or the destination itself) through which `dst` is reached by a unicast route
+ * out of the ring's interface; -1 for any other route (local, multipath, another device). */
+static int route_via(ep_t *ep, uint32_t dst, uint32_t *nexthop) {
+    struct { struct nlmsghdr h; struct rtmsg r; struct rtattr a; uint32_t dst; } req;
+    memset(&req, 0, sizeof req);
+    req.h.nlmsg_len = sizeof req;
+    req.h.nlmsg_type = RTM_GETROUTE;
+    req.r.rtm_family = AF_INET;
+    req.r.rtm_dst_len = 32;
+    req.a.rta_type = RTA_DST;
+    req.a.rta_len = RTA_LENGTH(4);
+    req.dst = dst;
+    uint8_t buf[1024];
+    int n = nl_ask(ep, &req.h, buf, sizeof buf);
+    if (n < (int)NLMSG_LENGTH(sizeof(struct rtmsg))) return -1;
+    struct nlmsghdr *h = (struct nlmsghdr *)buf;
+    struct rtmsg *r = NLMSG_DATA(h);
+    if (h->nlmsg_type != RTM_NEWROUTE || r->rtm_type != RTN_UNICAST) return -1;
+    int oif = 0, len = (int)RTM_PAYLOAD(h);
+    *nexthop = dst;
+    for (struct rtattr *a = RTM_RTA(r); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+        if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) == 4) memcpy(&oif, RTA_DATA(a), 4);
+        else if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == 4) memcpy(nexthop, RTA_DATA(a), 4);
+        else if (a->rta_type == RTA_MULTIPATH) return -1;
+    }
+    return oif == ep->txr_ifindex ? 0 : -1;
+}
+
+/* The MAC of a resolved neighbour on the ring's interface; -1 while it is not resolved */
+static int neigh_mac(ep_t *ep, uint32_t addr, uint8_t *mac) {
+    struct { struct nlmsghdr h; struct ndmsg n; struct rtattr a; uint32_t dst; } req;
+    memset(&req, 0, sizeof req);
+    req.h.nlmsg_len = sizeof req;
+    req.h.nlmsg_type = RTM_GETNEIGH;
+    req.n.ndm_family = AF_INET;
+    req.n.ndm_ifindex = ep->txr_ifindex;
+    req.a.rta_type = NDA_DST;
+    req.a.rta_len = RTA_LENGTH(4);
+    req.dst = addr;
+    uint8_t buf[1024];
+    int n = nl_ask(ep, &req.h, buf, sizeof buf);
+    if (n < (int)NLMSG_LENGTH(sizeof(struct ndmsg))) return -1;
+    struct nlmsghdr *h = (struct nlmsghdr *)buf;
+    struct ndmsg *nd = NLMSG_DATA(h);
+    if (h->nlmsg_type != RTM_NEWNEIGH || !(nd->ndm_state & NUD_KNOWN)) return -1;
+    int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *nd));
+    for (struct rtattr *a = (struct rtattr *)((uint8_t *)nd + NLMSG_ALIGN(sizeof *nd));
+         RTA_OK(a, len); a = RTA_NEXT(a, len))
+        if (a->rta_type == NDA_LLADDR && RTA_PAYLOAD(a) == ETH_ALEN) {
+            memcpy(mac, RTA_DATA(a), ETH_ALEN);
+            return 0;
+        }
+    return -1;
+}
+
+static void resolve(ep_t *ep, hop_t *e, double now) {
+    const uint8_t *a = (const uint8_t *)&e->addr;
+    e->retry_at = now + HOP_RETRY_S;
+    if (a[0] >= 224 && a[0] <= 239) {           /* a group: its MAC is its address's (RFC 1112) */
+        const uint8_t mac[6] = {0x01, 0x00, 0x5E, a[1] & 0x7F, a[2], a[3]};
+        memcpy(e->mac, mac, 6);
+        e->ring = 1;
+        return;
+    }
+    uint32_t nexthop;
+    e->ring = route_via(ep, e->addr, &nexthop) == 0 && neigh_mac(ep, nexthop, e->mac) == 0;
+}
+
+static hop_t *hop_of(ep_t *ep, uint32_t addr) {
+    uint32_t h = (addr * 2654435761u) >> 22;
+    for (uint32_t i = 0; i < HOPS; i++) {
+        hop_t *e = &ep->hops[(h + i) & (HOPS - 1)];
+        if (!e->used) {
+            e->used = 1;
+            e->addr = addr;
+            return e;
+        }
+        if (e->addr == addr) return e;
+    }
+    return NULL;
+}
+
+/* After a retransmission timeout: the raw path for a while, then the tables are asked again
+ * (the neighbour may have moved) */
+static void hop_forget(ep_t *ep, uint32_t addr) {
+    hop_t *e = ep->txr ? hop_of(ep, addr) : NULL;
+    if (e) {
+        e->ring = 0;
+        e->retry_at = mono_now() + HOP_RETRY_S;
+    }
+}
+
+/* The ring frame at txr_cur once the kernel has let go of it; NULL when it holds it longer
+ * than TXR_WAIT_MS (the raw path then takes the frame, and blocks as its socket does) */
+static struct tpacket2_hdr *txr_free(ep_t *ep) {
+    struct tpacket2_hdr *h = txr_hdr(ep, ep->txr_cur);
+    for (int waited = 0;; waited++) {
+        if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) &
+              (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING)))
+            return h;
+        if (waited == TXR_WAIT_MS) return NULL;
+        txr_flush(ep);
+        struct pollfd pfd = {.fd = ep->txr_fd, .events = POLLOUT};
+        poll(&pfd, 1, 1);
+    }
+}
+
+/* A frame slot for `dst`: IP + UDP in front of `roce_len` bytes the caller writes after them.
+ * Frames leave in the order they are made, whichever path each takes. */
+static uint8_t *tx_slot(ep_t *ep, uint32_t dst) {
+    hop_t *e = ep->txr ? hop_of(ep, dst) : NULL;
+    if (e && !e->ring) {
+        double now = mono_now();
+        if (now >= e->retry_at) resolve(ep, e, now);
+    }
+    if (e && e->ring) {
+        raw_flush(ep);
+        struct tpacket2_hdr *h = txr_free(ep);
+        if (h) {
+            ep->slot_hop = e;
+            return ep->slot = (uint8_t *)h + TXR_DATA + TXR_HEAD;
+        }
+    }
+    txr_flush(ep);
+    if (ep->ntx == BATCH) raw_flush(ep);
+    ep->slot_hop = NULL;
+    return ep->slot = ep->txbuf + (size_t)ep->ntx * FRAME_MAX;
+}
+
+static uint16_t ip_checksum(const uint8_t *h) {
+    uint32_t sum = 0;
+    for (int i = 0; i < 20; i += 2) sum += (uint32_t)h[i] << 8 | h[i + 1];
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    return (uint16_t)~sum;
+}
+
+/* Endpoint.send_frame on the slot tx_slot returned, whose RoCE part (without ICRC) is filled */
 static uint32_t tx_commit(ep_t *ep, uint32_t dst, uint32_t sport, uint32_t roce_len, uint32_t tos) {
-    uint8_t *f = ep->txbuf + (size_t)ep->ntx * FRAME_MAX;
+    uint8_t *f = ep->slot;
     uint32_t total = IP_UDP_BYTES + roce_len + ICRC_BYTES;
     ep->cfg.ip_id = ep->cfg.ip_id % 0xFFFF + 1;
     f[0] = 0x45; f[1] = tos; put16(f + 2, total); put16(f + 4, ep->cfg.ip_id);
@@ -327,6 +603,23 @@ static uint32_t tx_commit(ep_t *ep, uint32_t dst, uint32_t sport, uint32_t roce_
     put16(f + 24, UDP_BYTES + roce_len + ICRC_BYTES); put16(f + 26, 0);
     uint32_t crc = icrc(f, roce_len);
     memcpy(f + IP_UDP_BYTES + roce_len, &crc, 4);   /* little-endian, as wire.icrc */
+    ep->stats.packets_sent++;
+    ep->stats.bytes_injected += total;
+    if (ep->slot_hop) {             /* the ring: what the raw socket's kernel would have added */
+        uint8_t *eth = f - ETH_HLEN;
+        memcpy(eth, ep->slot_hop->mac, ETH_ALEN);
+        memcpy(eth + ETH_ALEN, ep->txr_mac, ETH_ALEN);
+        put16(eth + 12, ETH_P_IP);
+        put16(f + 10, ip_checksum(f));
+        struct virtio_net_hdr vnet = {.hdr_len = (uint16_t)(ETH_HLEN + total)};  /* all linear */
+        memcpy(f - TXR_HEAD, &vnet, sizeof vnet);
+        struct tpacket2_hdr *h = txr_hdr(ep, ep->txr_cur);
+        h->tp_len = TXR_HEAD + total;
+        __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+        ep->txr_cur = (ep->txr_cur + 1) % TXR_FRAMES;
+        if (++ep->txr_pending == BATCH) txr_flush(ep);
+        return total;
+    }
     uint32_t i = ep->ntx++;
     ep->txv[i].iov_base = f;
     ep->txv[i].iov_len = total;
@@ -340,8 +633,6 @@ static uint32_t tx_commit(ep_t *ep, uint32_t dst, uint32_t sport, uint32_t roce_
         ep->txm[i].msg_hdr.msg_name = &ep->txa[i];
         ep->txm[i].msg_hdr.msg_namelen = sizeof ep->txa[i];
     }
-    ep->stats.packets_sent++;
-    ep->stats.bytes_injected += total;
     return total;
 }
 
@@ -355,7 +646,7 @@ static inline void put_bth(uint8_t *b, int op, uint32_t qpn, uint32_t psn, int a
 uint32_t nt_send_frame(ep_t *ep, uint32_t dst, uint32_t sport, const uint8_t *roce, uint32_t len,
                        uint32_t tos) {
     if (len + IP_UDP_BYTES + ICRC_BYTES > FRAME_MAX) return 0;
-    uint8_t *f = tx_slot(ep);
+    uint8_t *f = tx_slot(ep, dst);
     memcpy(f + IP_UDP_BYTES, roce, len);
     uint32_t size = tx_commit(ep, dst, sport, len, tos);
     tx_flush(ep);
@@ -365,7 +656,7 @@ uint32_t nt_send_frame(ep_t *ep, uint32_t dst, uint32_t sport, const uint8_t *ro
 /* Endpoint.send_cnp */
 static void send_cnp(ep_t *ep, uint32_t dst, uint32_t qpn) {
     ep->stats.cnps_sent++;
-    uint8_t *f = tx_slot(ep) + IP_UDP_BYTES;
+    uint8_t *f = tx_slot(ep, dst) + IP_UDP_BYTES;
     put_bth(f, CNP, qpn, 0, 0, 1, 0);
     memset(f + BTH_BYTES, 0, CNP_PAD_BYTES);
     tx_commit(ep, dst, ack_sport(qpn), BTH_BYTES + CNP_PAD_BYTES, 0);
@@ -457,7 +748,7 @@ static pkt_t *segment(ep_t *ep, sqp_t *qp) {
 static void transmit(ep_t *ep, sqp_t *qp, pkt_t *p, double now) {
     int retx = p->sends > 0;
     uint32_t pad = -p->len & 3;
-    uint8_t *f = tx_slot(ep) + IP_UDP_BYTES;
+    uint8_t *f = tx_slot(ep, qp->pub.dst) + IP_UDP_BYTES;
     put_bth(f, p->op, qp->dqpn, p->psn, p->ackreq || retx, 0, pad);
     uint32_t n = BTH_BYTES;
     if (p->has_reth) {
@@ -584,6 +875,7 @@ static int on_timer(ep_t *ep, sqp_t *qp, double now) {
     }
     qp->backoff = qp->retries < MAX_BACKOFF ? qp->retries : MAX_BACKOFF;
     ep->notify = 1;
+    hop_forget(ep, qp->pub.dst);
     if (ep->cb(CB_TIMEOUT, qp->handle, first->psn, 0, NULL, 0) < 0) {   /* the policy's hooks */
         ep->error = ERR_CALLBACK;
         return ERR_CALLBACK;
@@ -669,7 +961,7 @@ static inline slot_t *slot(rqp_t *q, uint32_t psn) { return &q->slots[psn & q->m
 static void send_ack(ep_t *ep, rqp_t *q, uint32_t syndrome, uint32_t psn, uint32_t sport, int ce) {
     ep->stats.acks_sent++;
     if (syndrome != AETH_ACK) ep->stats.naks_sent++;
-    uint8_t *f = tx_slot(ep) + IP_UDP_BYTES;
+    uint8_t *f = tx_slot(ep, ep->peers[q->peer]) + IP_UDP_BYTES;
     put_bth(f, ACKNOWLEDGE, q->ack_qpn, psn, 0, ce, 0);
     put32(f + BTH_BYTES, syndrome << 24 | (q->msn & PSN_MASK));
     tx_commit(ep, ep->peers[q->peer], echo_sport(sport), BTH_BYTES + AETH_BYTES, 0);
@@ -1153,6 +1445,64 @@ int nt_rx_ring(ep_t *ep, int fd) {
     return 0;
 }
 
+/* Sends through a TX ring on `fd`, an AF_PACKET raw socket of protocol 0 (it receives
+ * nothing), bound here to the Ethernet interface that holds the rank's address; the raw IP
+ * socket stays for what the ring cannot reach (see tx_slot). Returns 0 or -errno (-ENODEV:
+ * the address is on no Ethernet interface, e.g. lo). */
+int nt_tx_ring(ep_t *ep, int fd) {
+    struct ifaddrs *ifs, *i;
+    char name[IFNAMSIZ] = "";
+    int ifindex = 0;
+    uint8_t mac[ETH_ALEN];
+    if (getifaddrs(&ifs)) return -errno;
+    for (i = ifs; i; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+            ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == ep->cfg.local)
+            snprintf(name, sizeof name, "%s", i->ifa_name);
+    for (i = ifs; i && name[0]; i = i->ifa_next) {
+        struct sockaddr_ll *ll = (struct sockaddr_ll *)i->ifa_addr;
+        if (ll && ll->sll_family == AF_PACKET && !strcmp(i->ifa_name, name) &&
+            ll->sll_hatype == ARPHRD_ETHER && ll->sll_halen == ETH_ALEN) {
+            ifindex = ll->sll_ifindex;
+            memcpy(mac, ll->sll_addr, ETH_ALEN);
+        }
+    }
+    freeifaddrs(ifs);
+    if (!ifindex) return -ENODEV;
+    int version = TPACKET_V2, loss = 1, vnet = 1, sndbuf = 4 * TXR_BLOCK * TXR_BLOCKS;
+    struct tpacket_req req = {.tp_block_size = TXR_BLOCK, .tp_block_nr = TXR_BLOCKS,
+                              .tp_frame_size = TXR_FRAME, .tp_frame_nr = TXR_FRAMES};
+    /* PACKET_LOSS: a frame the kernel finds malformed is dropped, not left to stop the ring */
+    if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) ||
+        setsockopt(fd, SOL_PACKET, PACKET_LOSS, &loss, sizeof loss) ||
+        setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &vnet, sizeof vnet) ||
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf) ||
+        setsockopt(fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof req))
+        return -errno;
+    size_t bytes = (size_t)TXR_BLOCK * TXR_BLOCKS;
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (map == MAP_FAILED) return -errno;
+    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_ifindex = ifindex};
+    struct timeval tv = {.tv_usec = 100000};     /* the kernel answers at once; never hang */
+    int nl = -1, err = 0;
+    if (bind(fd, (struct sockaddr *)&sll, sizeof sll) ||
+        (nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)) < 0 ||
+        setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv))
+        err = -errno;
+    if (err) {
+        if (nl >= 0) close(nl);
+        munmap(map, bytes);
+        return err;
+    }
+    ep->hops = calloc(HOPS, sizeof *ep->hops);
+    ep->txr = map;
+    ep->txr_fd = fd;
+    ep->nl_fd = nl;
+    ep->txr_ifindex = ifindex;
+    memcpy(ep->txr_mac, mac, ETH_ALEN);
+    return 0;
+}
+
 /* Endpoint.join: the ring sees every group's packets; receive() keeps the joined ones */
 int nt_join(ep_t *ep, uint32_t group) {
     for (uint32_t g = 0; g < ep->ngroups; g++)
@@ -1182,6 +1532,12 @@ void nt_free(ep_t *ep) {
     free(ep->sqps); free(ep->rqps); free(ep->active); free(ep->done);
     free(ep->txbuf); free(ep->rxbuf);
     if (ep->ring) munmap(ep->ring, ep->ring_bytes);
+    if (ep->txr) {
+        txr_flush(ep);
+        munmap(ep->txr, (size_t)TXR_BLOCK * TXR_BLOCKS);
+        close(ep->nl_fd);
+        free(ep->hops);
+    }
     free(ep);
 }
 
@@ -1240,18 +1596,11 @@ void nt_error(ep_t *ep, uint32_t *info) {
     info[2] = ep->err_retries;
 }
 
-/* the ICRC of a frame whose RoCE part (without ICRC) is `roce_len` long; `clmul` 0 forces the
- * table (tests compare both with zlib's) */
-uint32_t nt_icrc(const uint8_t *pkt, uint32_t roce_len, int clmul) {
+/* the ICRC of a frame whose RoCE part (without ICRC) is `roce_len` long by the table
+ * (`level` 0), 128-bit (1) or 512-bit (2) carry-less multiplication, or the best the CPU has
+ * below `level` (tests compare each with zlib's) */
+uint32_t nt_icrc(const uint8_t *pkt, uint32_t roce_len, int level) {
     static int ready;
     if (!ready) { crc_init(); ready = 1; }
-#if defined(__x86_64__)
-    int had = have_clmul;
-    have_clmul = had && clmul;
-    uint32_t crc = icrc(pkt, roce_len);
-    have_clmul = had;
-    return crc;
-#else
-    return icrc(pkt, roce_len);
-#endif
+    return icrc_at(pkt, roce_len, level < clmul_level ? level : clmul_level);
 }

@@ -235,15 +235,15 @@ def test_peer_unreachable_and_timeout_hooks():
     assert hooks[0] == hooks[1] and len(hooks[0]) == 3
 
 
-@pytest.mark.parametrize("clmul", [0, 1])
+@pytest.mark.parametrize("clmul", [0, 1, 2])
 def test_icrc_matches_zlib_at_every_length(clmul):
-    """transport.c's CRC (table, and carry-less multiplication where the CPU has it) against
-    wire.icrc (zlib) for RoCE parts of 12 to 2100 bytes."""
+    """transport.c's CRC (table, and 128- and 512-bit carry-less multiplication where the CPU
+    has them) against wire.icrc (zlib) for RoCE parts of 12 to 4200 bytes."""
     from collectives.native.build import library
     lib = library()
     rng = np.random.default_rng(3)
     src, dst = socket.inet_aton(IPS[0]), socket.inet_aton(IPS[1])
-    for n in [*range(12, 300), *range(1000, 1100), 2100]:
+    for n in [*range(12, 600), *range(1000, 1100), 2100, *range(4090, 4200)]:
         roce = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
         frame = wire.frame(src, dst, 0xC000 + n, n, 2, roce)
         assert lib.nt_icrc(frame, n, clmul).to_bytes(4, "little") == frame[-4:], n
