@@ -392,7 +392,6 @@ typedef struct {
 #define HOP_RETRY_S 0.01            /* how soon an unknown next hop is asked for again */
 /* a neighbour entry with a usable MAC (the kernel's NUD_VALID, which uapi does not export) */
 #define NUD_KNOWN (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY)
-#define TXR_WAIT_MS 1000            /* how long a full ring is waited for before the raw path */
 
 typedef struct hop {                /* a destination's next hop, as the kernel's tables say */
     uint32_t addr;
@@ -546,19 +545,18 @@ static void hop_forget(ep_t *ep, uint32_t addr) {
     }
 }
 
-/* The ring frame at txr_cur once the kernel has let go of it; NULL when it holds it longer
- * than TXR_WAIT_MS (the raw path then takes the frame, and blocks as its socket does) */
+/* The ring frame at txr_cur once the kernel has let go of it (the device took the frame it
+ * held); NULL while it still holds it (a shaped link's qdisc keeps frames queued), and the
+ * raw path takes the frame, blocking as its socket does when its buffer is full */
 static struct tpacket2_hdr *txr_free(ep_t *ep) {
     struct tpacket2_hdr *h = txr_hdr(ep, ep->txr_cur);
-    for (int waited = 0;; waited++) {
+    for (int tries = 0; tries < 2; tries++) {
         if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) &
               (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING)))
             return h;
-        if (waited == TXR_WAIT_MS) return NULL;
         txr_flush(ep);
-        struct pollfd pfd = {.fd = ep->txr_fd, .events = POLLOUT};
-        poll(&pfd, 1, 1);
     }
+    return NULL;
 }
 
 /* A frame slot for `dst`: IP + UDP in front of `roce_len` bytes the caller writes after them.
