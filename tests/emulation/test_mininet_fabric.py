@@ -58,7 +58,15 @@ def test_fabricd_programs_the_mininet_fabric_and_ethereal_uses_both_spines(fabri
     assert len(rows) == 4 and all(r["ok"] for r in rows), json.dumps(rows)[:2000]
     sent = {s: after[s] - before[s] for s in after}
     # A ring's two cross-leaf flows are each split in two and pinned to different spines:
-    # both spines carry close to half of the cross-leaf packets.
+    # both spines carry close to half of the cross-leaf packets. A timeout (a busy machine
+    # delaying the ACKs past the RTO) moves a sub-flow to the other spine and resends its
+    # window there: then only both spines carrying traffic is the design's.
     total = sum(sent.values())
-    assert total > 0
-    assert all(0.35 < v / total < 0.65 for v in sent.values()), sent
+    assert total > 0 and all(sent.values()), sent
+    repicks = sum(r["repicks"] for r in rows)
+    assert repicks <= sum(r["timeouts"] for r in rows), rows
+    if not repicks:
+        # a retransmission crosses one spine, and so does the ACK it may draw
+        skew = 2 * sum(r["packets_retransmitted"] for r in rows)
+        assert all(0.35 * total - skew < v < 0.65 * total + skew for v in sent.values()), \
+            (sent, skew)
