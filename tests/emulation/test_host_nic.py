@@ -1,5 +1,8 @@
-"""mininet/host_nic.py's NIC on a veth at 1 Mbit/s: ACKs overtake queued data, and packets to
-two peers take turns instead of leaving in the order they were posted."""
+"""mininet/host_nic.py's NIC on a veth at 0.1 Mbit/s: ACKs overtake queued data, and packets to
+two peers take turns instead of leaving in the order they were posted. A frame takes 90 ms
+to leave at that rate, so the order holds however a busy machine interrupts the test
+while it posts them (at 1 Mbit/s a pause of 20 ms let the data the ACK should overtake
+leave first)."""
 from __future__ import annotations
 
 import socket
@@ -18,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.netns
 ETH_P_IP = 0x0800
 OTHER = "10.99.0.3"                       # a second peer, reached over the same veth
+MBPS = 0.1
 
 
 def _nic(ns: str, dev: str, mbps: float, peers: list[str]) -> None:
@@ -70,7 +74,7 @@ def nic(netns_pair):
                          check=True).stdout.split()[2]
     subprocess.run(["ip", "-n", netns_pair["a"], "neigh", "replace", OTHER, "lladdr", mac,
                     "dev", netns_pair["dev_a"]], check=True)
-    _nic(netns_pair["a"], netns_pair["dev_a"], 1.0, [netns_pair["ip_b"], OTHER])
+    _nic(netns_pair["a"], netns_pair["dev_a"], MBPS, [netns_pair["ip_b"], OTHER])
     return netns_pair
 
 
