@@ -156,17 +156,19 @@ def test_malformed_packets_during_collectives(bridge_net, tmp_path):
                                 "via": net.bridge_ip,
                                 "start_when": str(tmp_path / "run0_rank0.npy"),
                                 "stop_when": str(tmp_path / f"run{len(plan) - 1}_rank0.npy")}))
-    injector = []
-
-    def during():
-        injector.append(subprocess.Popen(
-            ["ip", "netns", "exec", net.bridge_ns, sys.executable, str(HERE / "malformed.py"),
-             str(spec)], stdout=subprocess.PIPE, text=True))
-
-    rows = launch(net.ips, plan, namespaces=net.namespaces, out_dir=tmp_path, timeout=120,
-                  during=during)
-    out, _ = injector[0].communicate(timeout=30)
-    assert injector[0].returncode == 0 and int(out) > 0
+    # started before the ranks, so that it waits for their first result however long a
+    # busy machine takes to start it (started beside them, it could come up after they ended)
+    injector = subprocess.Popen(
+        ["ip", "netns", "exec", net.bridge_ns, sys.executable, str(HERE / "malformed.py"),
+         str(spec)], stdout=subprocess.PIPE, text=True)
+    try:
+        rows = launch(net.ips, plan, namespaces=net.namespaces, out_dir=tmp_path, timeout=120)
+    except BaseException:
+        injector.kill()
+        injector.communicate()
+        raise
+    out, _ = injector.communicate(timeout=30)
+    assert injector.returncode == 0 and int(out) > 0
     assert_results(rows, plan, 4, tmp_path)
     counted = {r: sum(row["bad_packets"] + row["icrc_errors"] for row in rows if row["rank"] == r)
                for r in range(4)}
