@@ -17,6 +17,7 @@ from controller.p4rt import Device, MulticastGroup, Pipeline, sync
 from p4switch.device.process import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
+RPC_TIMEOUT = 60.0      # s for one P4Runtime call: only a hang meets it, not a busy machine
 
 
 def compile_fabric(out: Path) -> tuple[Path, Path, Pipeline]:
@@ -80,7 +81,7 @@ def read_back(addresses: dict[str, str], device_ids: dict[str, int], pipeline: P
     every switch, read as an observer (no arbitration, so fabricd stays primary)."""
     states = {}
     for name, addr in addresses.items():
-        dev = Device(name, addr, device_ids[name], pipeline, timeout=5, tls=tls)
+        dev = Device(name, addr, device_ids[name], pipeline, timeout=RPC_TIMEOUT, tls=tls)
         dev.conn.open_channel()
         try:
             states[name] = dev.read_state(defaults_of=("FabricIngress.port_liveness",))
@@ -125,7 +126,7 @@ def meddle(addresses: dict[str, str], device_id: int, pipeline: Pipeline,
     -> what fabricd must undo: {"insert": 2, "modify": 1, "delete": 1}. It uses fabricd's
     election id: a higher one would keep fabricd a backup afterwards (a switch makes primary
     only an id at least as high as the highest it has seen)."""
-    dev = Device(name, addresses[name], device_id, pipeline, election_id=1, timeout=5)
+    dev = Device(name, addresses[name], device_id, pipeline, election_id=1, timeout=RPC_TIMEOUT)
     dev.conn.open()
     try:
         have = dev.read_state().table_entries

@@ -16,6 +16,7 @@ from controller.p4rt import (
     WriteError,
     sync,
 )
+from tests.fabricd_process import RPC_TIMEOUT
 from tests.targets import compile_for, start_target
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +40,7 @@ def route(prefix, port, slice_id=0):
 
 def test_pipeline_push_write_read_delete(target):
     switch, pipeline = target
-    dev = Device("s", switch.grpc_addr, 7, pipeline, election_id=5, timeout=5)
+    dev = Device("s", switch.grpc_addr, 7, pipeline, election_id=5, timeout=RPC_TIMEOUT)
     assert dev.connect() is True                 # a fresh switch gets the program
     entries = [route("10.0.1.0/24", 1), route("10.0.2.0/24", 2, slice_id=3),
                TableEntry("slice_classify", {"ingress_port": (4, 0x1FF)}, "set_slice",
@@ -76,14 +77,14 @@ def test_pipeline_push_write_read_delete(target):
 
 def test_a_second_controller_is_backup_and_reconnect_keeps_entries(target):
     switch, pipeline = target
-    first = Device("s", switch.grpc_addr, 7, pipeline, election_id=10, timeout=5)
+    first = Device("s", switch.grpc_addr, 7, pipeline, election_id=10, timeout=RPC_TIMEOUT)
     first.connect()
     first.sync(State([route("10.0.1.0/24", 1)]))
-    backup = Device("s", switch.grpc_addr, 7, pipeline, election_id=3, timeout=5)
+    backup = Device("s", switch.grpc_addr, 7, pipeline, election_id=3, timeout=RPC_TIMEOUT)
     with pytest.raises(NotPrimaryError):
         backup.connect()
     first.close()
-    again = Device("s", switch.grpc_addr, 7, pipeline, election_id=10, timeout=5)
+    again = Device("s", switch.grpc_addr, 7, pipeline, election_id=10, timeout=RPC_TIMEOUT)
     assert again.connect() is False              # same cookie: the pipeline stays
     assert again.sync(State([route("10.0.1.0/24", 1)])) == {"insert": 0, "modify": 0,
                                                            "delete": 0}
