@@ -42,18 +42,19 @@ ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ("ecmp", "spray", "reps", "ethereal")
 ECN_PACKETS = 32                       # fabricd's default queue-length threshold, in packets
 # The links' rate when neither --link-mbps nor the topology's link_mbps gives one: the fastest
-# measured at which the uncongested ring all-reduce stays within 1.1x of its link-rate bound on
-# 2 shared cores with native switches (README, "The demo": "vs ideal" of one run per rate and
-# policy, pipelined ring, host_nic's NICs). ECMP / Ethereal ring all-reduce ran at 1.02-1.03x
-# at 8 Mbit/s, 1.02-1.05x at 16, 1.03-1.07x at 24 (one outlier of three at 1.39x under load),
-# 1.04-1.05x / 1.10-1.11x at 32 and 1.41x / 1.86x at 64, where the hosts' Python RoCE
-# transport (~13-20 us of CPU per packet, bench_transport) and the shaping share the two
-# cores; a native switch forwards 400,000+ packets/s (bench_forwarding). With the native
-# transport (collectives/native, 6.2x less CPU per packet) on a quiet machine the ring ran
-# 1.04x / 1.15x at 24, 1.10x / 1.55x at 48, 1.54x / 2.55x at 96 and 4.18x / 6.48x at 240
-# Mbit/s, the switches marking ECN on uncongested links from 96 (the fabric falls behind,
-# not the hosts): not within 1.1x, so the rate stays (collectives/native/README.md).
-LINK_MBPS = 24.0
+# measured at which the uncongested ring all-reduce stays within 1.1x of its link-rate bound
+# ("vs ideal", one launch per rate and policy, 2 cores shared with other sessions). With the
+# Python transport and 1 KiB packets that was 24 Mbit/s. With the native transport, MTU 4096
+# (report.MTU), Ethereal planning each flow once and the ranks starting at one instant, ECMP /
+# Ethereal ran 1.10x / 1.10x at 48 Mbit/s (load 9), 1.09-1.16x / 1.14-1.20x at 96 (three
+# runs, load 4-16), 1.23x / 1.21x at 160 and 1.59x / 1.54x at 240; every row exact at all of
+# them, and the full demo at 240 too (mininet/README.md, "The rate sweep").
+LINK_MBPS = 48.0
+# Part two's rate by the same rule, on its own fabric (leafspine-4x4-h2, 8 ranks, 64 KiB per
+# rank): its ring all-reduce ran 1.11x / 1.16x (ECMP / Ethereal) at 20 Mbit/s and 1.36x /
+# 2.12x at 40, part two's own ring baseline 1.10x at 20 with every row exact; it ran at 2
+# with the Python transport and 1 KiB packets (mininet/README.md).
+IDEAS_LINK_MBPS = 20.0
 
 
 class Capture:
@@ -142,8 +143,8 @@ def _ecn_delay_us(mbps: float) -> int:
 
 
 def _drain_rto(depth: int, mbps: float) -> float:
-    """Twice the time a full queue of 1 KiB packets takes to drain, at least 0.1 s."""
-    return max(0.1, 2 * depth * 1100 * 8 / (mbps * 1e6)) if mbps else 0.1
+    """Twice the time a full queue of MTU packets takes to drain, at least 0.1 s."""
+    return max(0.1, 2 * depth * (MTU + HEADERS) * 8 / (mbps * 1e6)) if mbps else 0.1
 
 
 @click.command()
@@ -207,9 +208,9 @@ def _drain_rto(depth: int, mbps: float) -> float:
               default=ROOT / "controller/topologies/leafspine-4x4-h2.yaml", show_default=True)
 @click.option("--ideas-size", default="64KiB", show_default=True,
               help="Bytes per rank in part two.")
-@click.option("--ideas-link-mbps", type=click.FloatRange(0.1), default=2.0, show_default=True,
-              help="Part two's link rate, the one its README figures were measured at "
-                   "(hosts' NICs are paced to it too).")
+@click.option("--ideas-link-mbps", type=click.FloatRange(0.1),
+              help="Part two's link rate (hosts' NICs are paced to it too) [default: "
+                   f"{IDEAS_LINK_MBPS:g}, chosen as LINK_MBPS is; on BMv2 at most 2].")
 @click.option("--vclos-seeds", type=click.IntRange(1), default=3, show_default=True,
               help="ECMP seeds (other source ports) for the shared-fabric vClos baseline.")
 @click.option("--vclos-repeats", type=click.IntRange(1), default=3, show_default=True,
@@ -255,6 +256,8 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
     if link_mbps is None:
         link_mbps = topo.params.get("link_mbps") or LINK_MBPS
         link_mbps = min(link_mbps, MAX_LINK_MBPS.get(target, link_mbps))
+    if ideas_link_mbps is None:
+        ideas_link_mbps = min(IDEAS_LINK_MBPS, MAX_LINK_MBPS.get(target, IDEAS_LINK_MBPS))
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, failed = [], []
     if part_one:
@@ -267,7 +270,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
         try:
             extra = part2.run(ideas_topology, out_dir, ideas_link_mbps, queue_depth,
                               target, COMPILERS[target],
-                              {"reliability": reliability, "window": window,
+                              {"reliability": reliability, "mtu": MTU, "window": window,
                                "ack_every": ack_every, "backend": backend,
                                "min_rto": min_rto or _drain_rto(queue_depth, ideas_link_mbps)},
                               parse_size(ideas_size) // 4, seeds=tuple(range(vclos_seeds)),
@@ -327,7 +330,8 @@ def part_one_runs(target, topology, topo, link_mbps, queue_depth, window, ack_ev
                 raise click.ClickException(f"hosts cannot reach each other; see {logs}")
             click.echo("demo: every host reaches every other through the fabric")
             ranked = sorted(topo.hosts.values(), key=lambda h: h.rank)
-            transport = {"reliability": reliability, "window": window, "ack_every": ack_every,
+            transport = {"reliability": reliability, "mtu": MTU, "window": window,
+                         "ack_every": ack_every,
                          "min_rto": min_rto or _drain_rto(queue_depth, link_mbps),
                          "backend": backend}
             with host_netns(net, [h.name for h in ranked]) as namespaces:
@@ -338,7 +342,8 @@ def part_one_runs(target, topology, topo, link_mbps, queue_depth, window, ack_ev
                     failed = failure_runs(net, fabricd, topo, ranks, policy_list,
                                           {"collective": failure_pair[0],
                                            "algo": failure_pair[1], "dtype": "int32",
-                                           "elements": parse_size(size) // 4})
+                                           "elements": parse_size(size) // 4},
+                                          link_mbps=link_mbps)
             if cli:
                 interact(net, fabricd)
     except LaunchError as err:

@@ -14,11 +14,13 @@
 Both parts of the demo use it (mininet/demo.py, mininet/part2.py)."""
 from __future__ import annotations
 
+from report import MTU
+
 from fabricmodel import rocev2
 
 # BTH opcodes that are feedback, not data: their packets take the NIC's first class
 FEEDBACK_OPCODES = (rocev2.ACKNOWLEDGE, rocev2.CNP)
-FRAME = 1600                     # bytes: HTB's burst and quantum, one full frame
+FRAME = MTU + 256                # bytes: HTB's burst and quantum, one full frame (headers too)
 FEEDBACK_SHARE = 1 / 16          # of the link rate guaranteed to feedback (ACKs use ~1.5 %)
 
 

@@ -27,7 +27,7 @@ COMPILERS = {"p4switch": None,
 # rate. An unoptimised BMv2 (-O0, 2 shared CPUs) forwarded fabric.p4 at about 650 packets/s
 # per switch, 1.2 Mbit/s per rank, in the 16 Mbit/s demo (ring all-reduce 5.3 s instead of
 # 0.4 s); there the all-to-all lost whole windows in BMv2's queues and a QP gave up. 2 Mbit/s
-# is also part two's rate (demo.py --ideas-link-mbps). p4switch: the topology's rate.
+# is also part two's rate on BMv2 (demo.py --ideas-link-mbps). p4switch: the topology's rate.
 MAX_LINK_MBPS = {"bmv2": 2.0}
 # BMv2's Thrift server (its runtime CLI) would take 9090 on every switch, and its notification
 # socket is named by device id (/tmp/bmv2-<id>-notifications.ipc, which another fabric or a
@@ -79,6 +79,9 @@ class P4RuntimeSwitch(Switch):
                 f"127.0.0.1:{self.grpc_port}", "--cpu-port", str(CPU_PORT)]
         if self.link_mbps:      # every port's egress paced like a link of that speed
             cmd += ["--queue-rate", f"{self.link_mbps:g}mbps"]
+        # The native backend's default receive ring (mmap-v2) has 2 KiB slots
+        # (p4switch/native/device.c) and would cut the fabric's jumbo frames: recvmmsg takes 9 KiB.
+        cmd += ["--io", "recvmmsg"]
         if self.queue_depth:
             cmd += ["--queue-depth", str(self.queue_depth)]
         if self.control_path:
