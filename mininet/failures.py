@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import click
+from report import link_bound_s
 
 from collectives.launch import LaunchError
 from ebpf import Impair
@@ -74,16 +75,18 @@ class LinkFailure:
         self.prog.close()
 
 
-def failure_runs(net, fabricd, topo, ranks, policies, run: dict, seed: int = 0) -> list[list]:
+def failure_runs(net, fabricd, topo, ranks, policies, run: dict, seed: int = 0,
+                 link_mbps: float = 0) -> list[list]:
     """One launch per policy, silent and announced; rows of the failure table."""
     link = topo.uplinks(sorted(s for s in topo.switches if s.startswith("leaf"))[0])[0]
+    after = failure_delay(run, len(ranks.hosts), link_mbps)
     names = [h.name for h in ranks.hosts]
     ranks = copy.copy(ranks)             # a retry limit that lets hash ECMP give up in seconds
     ranks.transport = ranks.transport | {"retry_limit": RETRY_LIMIT}
     rows = []
     for announce in (False, True):
         for policy in policies:
-            failure = LinkFailure(net, fabricd, link, announce=announce)
+            failure = LinkFailure(net, fabricd, link, announce=announce, after=after)
             try:
                 got = ranks.launch(names, run, policy=policy, seed=seed,
                                    topology=str(fabricd.topology), fabricd=fabricd.address,
@@ -98,6 +101,14 @@ def failure_runs(net, fabricd, topo, ranks, policies, run: dict, seed: int = 0) 
             click.echo(f"demo: failure of {link.name} ({'announced' if announce else 'silent'})"
                        f" {policy:<8} {rows[-1][3]} ms CCT")
     return rows
+
+
+def failure_delay(run: dict, ranks: int, link_mbps: float) -> float:
+    """How long after the first 64 KiB the link fails: a quarter of the collective's
+    link-rate bound, so that the failure lands in its middle at any rate (a fixed 50 ms came
+    after the end of a 512 KiB all-to-all from 96 Mbit/s); 50 ms on unshaped links."""
+    bound = link_bound_s(run | {"ranks": ranks}, link_mbps)
+    return bound / 4 if bound else 0.05
 
 
 def _row(link: str, announce: bool, policy: str, failed_at: float | None, got: list[dict],
