@@ -18,6 +18,7 @@ from scapy.layers.l2 import Ether
 from collectives.entropy import derived_sport
 from collectives.launch import launch, policy_program
 from collectives.lb import REPS_FIRST_WINDOW
+from fabricmodel import rocev2
 from fabricmodel.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +27,7 @@ pytestmark = [pytest.mark.mininet, pytest.mark.slow]
 ETH_P_IP = 0x0800
 SO_RCVBUFFORCE = 33
 WINDOW = 16
+WRITES = (rocev2.WRITE_FIRST, rocev2.WRITE_MIDDLE, rocev2.WRITE_LAST, rocev2.WRITE_ONLY)
 RUN = {"collective": "alltoall", "algo": "direct", "dtype": "int32", "elements": 48 << 10}
 
 
@@ -103,17 +105,20 @@ def _launch(fabric, policy, seed=0):
 
 def _check_standard(pkts) -> list:
     """Every frame decodes as RoCEv2 with a correct ICRC; ACKs carry nothing after the AETH.
-    Returns the data packets."""
+    Returns the data packets (the collective's RDMA WRITEs: the SENDs before them are rank
+    0's start instant, collectives.runner.agree_start, sent before the policy plans)."""
     data = []
     for pkt in pkts:
         again = pkt.copy()
         again[BTH].icrc = None
         assert Ether(bytes(again))[BTH].icrc == pkt[BTH].icrc, pkt.summary()
-        if pkt[BTH].opcode == 0x11:
+        if pkt[BTH].opcode == rocev2.ACKNOWLEDGE:
             assert pkt.haslayer(AETH) and len(pkt[AETH].payload) == 0
             assert pkt[UDP].len == 8 + 12 + 4 + 4
-        elif pkt[BTH].opcode != 0x81:
+        elif pkt[BTH].opcode in WRITES:
             data.append(pkt)
+        else:
+            assert pkt[BTH].opcode in (rocev2.SEND_ONLY, rocev2.CNP), pkt.summary()
     assert data
     return data
 
@@ -171,7 +176,8 @@ def test_spraying_over_both_spines_reorders_without_retransmitting(fabric):
     sent = {s: _spine_tx(fabricd, s) - before[s] for s in before}
     data = _check_standard(pkts)
     sprayed, _ = policy_program("spray").counters()
-    assert sprayed == len(data) == sum(r["data_packets"] for r in rows)
+    sends = sum(pkt[BTH].opcode == rocev2.SEND_ONLY for pkt in pkts)   # sprayed too
+    assert sprayed == len(data) + sends and len(data) == sum(r["data_packets"] for r in rows)
     ports = defaultdict(set)
     for pkt in data:
         ports[pkt["IP"].src, pkt["IP"].dst, pkt[BTH].dqpn].add(pkt[UDP].sport)
