@@ -105,6 +105,15 @@ def raw_socket(dev: str) -> socket.socket:
     return s
 
 
+def _incoming(sock: socket.socket) -> bytes | None:
+    """One frame the interface received (not one it sent), or None after the socket's timeout."""
+    try:
+        data, addr = sock.recvfrom(2048)
+    except TimeoutError:
+        return None
+    return None if addr[2] == socket.PACKET_OUTGOING else data
+
+
 def receive_all(sock: socket.socket, quiet: float = 0.6, limit: float = 5.0,
                 at_least: int = 0) -> list[bytes]:
     """Frames until at least `at_least` have come (within 60 s: a busy machine can hold the
@@ -112,19 +121,11 @@ def receive_all(sock: socket.socket, quiet: float = 0.6, limit: float = 5.0,
     until nothing arrived for `quiet` seconds (or `limit` seconds went by)."""
     frames, start = [], time.monotonic()
     while len(frames) < at_least and time.monotonic() - start < 60:
-        try:
-            data, addr = sock.recvfrom(2048)
-        except TimeoutError:
-            continue
-        if addr[2] != socket.PACKET_OUTGOING:
+        if (data := _incoming(sock)) is not None:
             frames.append(data)
     last = start = time.monotonic()
     while time.monotonic() - last < quiet and time.monotonic() - start < limit:
-        try:
-            data, addr = sock.recvfrom(2048)
-        except TimeoutError:
-            continue
-        if addr[2] != socket.PACKET_OUTGOING:
+        if (data := _incoming(sock)) is not None:
             frames.append(data)
             last = time.monotonic()
     return frames
