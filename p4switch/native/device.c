@@ -7,7 +7,9 @@
  * the CPU port and the news that digests are waiting go to Python over a datagram socket. */
 #include <poll.h>
 #include <errno.h>
+#include <stdio.h>
 #include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -239,6 +241,19 @@ static uint8_t *complete_l4_checksum(uint8_t *f, uint32_t n) {
     return f;
 }
 
+/* A frame the receive buffer cut short is dropped, never forwarded: counted per port and said
+ * on stderr the first time and at every power of two of the count. */
+static uint64_t RX_TRUNCATED[NPORTS];
+
+static void rx_truncated(uint32_t port, const char *where, uint32_t len, uint32_t kept) {
+    uint64_t n = ++RX_TRUNCATED[port & (NPORTS - 1)];
+    if (n & (n - 1)) return;
+    fprintf(stderr, "p4switch: port %u: dropped a %u-byte frame that the %s cut to %u bytes "
+            "(%llu dropped so far on this port): a frame larger than the interface's MTU at start\n",
+            port, len, where, kept, (unsigned long long)n);
+    fflush(stderr);
+}
+
 /* one received frame: VLAN tag the kernel stripped put back, an offloaded checksum completed,
  * then the pipeline; the caller holds LOCK. f has 4 bytes of room in front of it. */
 static void rx_frame(uint32_t port, uint8_t *f, uint32_t n, uint32_t status, uint16_t tci, uint16_t tpid) {
@@ -292,13 +307,14 @@ static int receive_batch(int fd, uint32_t port) {
         m[i].msg_hdr.msg_name = &from[i]; m[i].msg_hdr.msg_namelen = sizeof from[i];
         m[i].msg_hdr.msg_control = RXCTL[i]; m[i].msg_hdr.msg_controllen = sizeof RXCTL[i];
     }
-    int got = recvmmsg(fd, m, BATCH, MSG_DONTWAIT, NULL);
+    int got = recvmmsg(fd, m, BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);   /* msg_len: the frame's length */
     if (got < 0 && errno == ENETDOWN && port_present(fd)) return 0;   /* the link went down */
     if (got <= 0) return got < 0 && errno != EAGAIN && errno != EINTR ? -1 : 0;
     pthread_mutex_lock(&LOCK);
     tick();
     for (int i = 0; i < got; i++) {
         if (from[i].sll_pkttype == PACKET_OUTGOING) continue;
+        if (m[i].msg_len > MAXFRAME) { rx_truncated(port, "recvmmsg buffer", m[i].msg_len, MAXFRAME); continue; }
         struct tpacket_auxdata aux = {0};
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&m[i].msg_hdr); c; c = CMSG_NXTHDR(&m[i].msg_hdr, c))
             if (c->cmsg_level == SOL_PACKET && c->cmsg_type == PACKET_AUXDATA) memcpy(&aux, CMSG_DATA(c), sizeof aux);
@@ -316,10 +332,24 @@ static int receive_batch(int fd, uint32_t port) {
  * up to that much latency at low rates). PACKET_RESERVE leaves room in front of each frame for
  * a VLAN tag to be put back. */
 #define RING_BLOCK (1u << 18)
-#define RING_BLOCKS 16u
-#define RING_FRAME 2048u
+#define RING_BLOCKS 16u             /* 4 MiB a port ... */
+#define RING_MIN_SLOTS 256u         /* ... or more for a V2 ring of frames over ~16 KiB */
 #define RING_TOV_MS 1
-typedef struct { uint8_t *map; size_t len; uint32_t cur, nslots; } ring_t;
+#define RING_RESERVE 4u             /* PACKET_RESERVE: room for a VLAN tag put back */
+typedef struct { uint8_t *map; size_t len; uint32_t cur, nslots, slot, block; } ring_t;
+
+/* A V2 slot holds the port's largest frame: the kernel puts a frame at macoff =
+ * TPACKET_ALIGN(tp_hdrlen + max(16, L2 header)) + PACKET_RESERVE - L2 header and keeps
+ * macoff + (L2 header + L3 length) bytes of it (net/packet/af_packet.c, tpacket_rcv), so a
+ * slot of TPACKET_ALIGN(tp_hdrlen + 32) + RESERVE + MTU takes L2 headers of up to 32 bytes
+ * (Ethernet, two VLAN tags) in front of MTU bytes whole. Rounded up to a cache line. A frame
+ * the slot still cuts (the MTU raised after the ring was set up, an offloaded segment over the
+ * MTU) is dropped and counted (rx_truncated). */
+static uint32_t ring_slot(uint32_t mtu, int version) {
+    uint32_t hdrlen = version == TPACKET_V3 ? TPACKET3_HDRLEN : TPACKET2_HDRLEN;
+    uint32_t need = TPACKET_ALIGN(hdrlen + 32) + RING_RESERVE + mtu;
+    return (need + 63) & ~63u;
+}
 
 static void ring_close(int fd, ring_t *r) {
     if (r->map) munmap(r->map, r->len);
@@ -332,25 +362,52 @@ static void ring_close(int fd, ring_t *r) {
     setsockopt(fd, SOL_PACKET, PACKET_RESERVE, &none, sizeof none);
 }
 
+/* the MTU of the interface the port's socket is bound to, or 0 */
+static uint32_t port_mtu(int fd) {
+    struct sockaddr_ll ll;
+    socklen_t len = sizeof ll;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    if (getsockname(fd, (struct sockaddr *)&ll, &len) || !if_indextoname((unsigned)ll.sll_ifindex, ifr.ifr_name)
+        || ioctl(fd, SIOCGIFMTU, &ifr) < 0 || ifr.ifr_mtu <= 0) return 0;
+    return (uint32_t)ifr.ifr_mtu;
+}
+
+/* a ring sized for the port's MTU: V2 slots that hold its largest frame (at least
+ * RING_MIN_SLOTS of them), V3 blocks that do */
 static int ring_open(int fd, ring_t *r, int mode) {
-    int v = mode == IO_MMAP_V3 ? TPACKET_V3 : TPACKET_V2, reserve = 4;
+    int v = mode == IO_MMAP_V3 ? TPACKET_V3 : TPACKET_V2, reserve = RING_RESERVE;
+    uint32_t mtu = port_mtu(fd);
+    memset(r, 0, sizeof *r);
+    if (!mtu) return -1;
+    r->slot = ring_slot(mtu, v);
+    r->block = RING_BLOCK;
+    while (r->block < 2 * r->slot) r->block *= 2;        /* a block's own header beside a frame */
+    uint32_t per_block = r->block / r->slot, blocks = RING_BLOCKS;
+    if (mode == IO_MMAP_V2) while (blocks * per_block < RING_MIN_SLOTS) blocks++;
     struct tpacket_req3 req;
     memset(&req, 0, sizeof req);
-    req.tp_block_size = RING_BLOCK; req.tp_block_nr = RING_BLOCKS;
-    req.tp_frame_size = RING_FRAME; req.tp_frame_nr = RING_BLOCK / RING_FRAME * RING_BLOCKS;
+    req.tp_block_size = r->block; req.tp_block_nr = blocks;
+    req.tp_frame_size = r->slot; req.tp_frame_nr = per_block * blocks;
     if (mode == IO_MMAP_V3) req.tp_retire_blk_tov = RING_TOV_MS;
-    memset(r, 0, sizeof *r);
     if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v, sizeof v) < 0 ||
         setsockopt(fd, SOL_PACKET, PACKET_RESERVE, &reserve, sizeof reserve) < 0 ||
         setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, mode == IO_MMAP_V3 ? sizeof req : sizeof(struct tpacket_req)) < 0) {
         ring_close(fd, r);
         return -1;
     }
-    r->len = (size_t)RING_BLOCK * RING_BLOCKS;
-    r->nslots = mode == IO_MMAP_V3 ? RING_BLOCKS : req.tp_frame_nr;
+    r->len = (size_t)r->block * blocks;
+    r->nslots = mode == IO_MMAP_V3 ? blocks : req.tp_frame_nr;
     r->map = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (r->map == MAP_FAILED) { r->map = NULL; ring_close(fd, r); return -1; }
     return 0;
+}
+
+/* a frame from a ring: through the pipeline unless the ring cut it (snaplen < len) */
+static void ring_frame(uint32_t port, uint8_t *f, uint32_t snaplen, uint32_t len, uint32_t status,
+                       uint16_t tci, uint16_t tpid) {
+    if (snaplen < len) rx_truncated(port, "receive ring", len, snaplen);
+    else rx_frame(port, f, snaplen, status, tci, tpid);
 }
 
 /* the frames the ring holds for user space (at most a batch of them), then back to the kernel */
@@ -359,11 +416,13 @@ static int ring_batch_v2(ring_t *r, uint32_t port) {
     pthread_mutex_lock(&LOCK);
     tick();
     while (got < BATCH) {
-        struct tpacket2_hdr *h = (struct tpacket2_hdr *)(r->map + (size_t)r->cur * RING_FRAME);
+        uint32_t per_block = r->block / r->slot;
+        struct tpacket2_hdr *h = (struct tpacket2_hdr *)(r->map + (size_t)(r->cur / per_block) * r->block
+                                                         + (size_t)(r->cur % per_block) * r->slot);
         if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
         struct sockaddr_ll *ll = (struct sockaddr_ll *)((uint8_t *)h + TPACKET_ALIGN(sizeof *h));
         if (ll->sll_pkttype != PACKET_OUTGOING)
-            rx_frame(port, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_status, h->tp_vlan_tci, h->tp_vlan_tpid);
+            ring_frame(port, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, h->tp_status, h->tp_vlan_tci, h->tp_vlan_tpid);
         __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
         r->cur = (r->cur + 1) % r->nslots;
         got++;
@@ -374,7 +433,7 @@ static int ring_batch_v2(ring_t *r, uint32_t port) {
 }
 
 static int ring_batch_v3(ring_t *r, uint32_t port) {
-    struct tpacket_block_desc *b = (struct tpacket_block_desc *)(r->map + (size_t)r->cur * RING_BLOCK);
+    struct tpacket_block_desc *b = (struct tpacket_block_desc *)(r->map + (size_t)r->cur * r->block);
     if (!(__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) return 0;
     uint32_t n = b->hdr.bh1.num_pkts;
     struct tpacket3_hdr *h = (struct tpacket3_hdr *)((uint8_t *)b + b->hdr.bh1.offset_to_first_pkt);
@@ -383,7 +442,7 @@ static int ring_batch_v3(ring_t *r, uint32_t port) {
     for (uint32_t i = 0; i < n; i++) {
         struct sockaddr_ll *ll = (struct sockaddr_ll *)((uint8_t *)h + TPACKET_ALIGN(sizeof *h));
         if (ll->sll_pkttype != PACKET_OUTGOING)
-            rx_frame(port, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_status, h->hv1.tp_vlan_tci, h->hv1.tp_vlan_tpid);
+            ring_frame(port, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, h->tp_status, h->hv1.tp_vlan_tci, h->hv1.tp_vlan_tpid);
         /* a block's frames go out in batches, as recvmmsg's do */
         if ((i + 1) % BATCH == 0) flush_dirty();
         h = (struct tpacket3_hdr *)((uint8_t *)h + h->tp_next_offset);
@@ -406,18 +465,22 @@ static ring_t RINGS[NPORTS];
 
 /* --io afxdp: what the port's socket holds (a batch at most), through the pipeline */
 static int xsk_batch(xsk_t *x, uint32_t port) {
-    uint32_t idx, n = xsk_rx_peek(x, BATCH, &idx);
-    if (!n) return 0;
+    uint32_t idx, avail = xsk_rx_peek(x, XSK_RING, &idx), used = 0, frames = 0;
+    if (!avail) return 0;
     pthread_mutex_lock(&LOCK);
     tick();
-    for (uint32_t i = 0; i < n; i++) {
-        const struct xdp_desc *d = xsk_rx_desc(x, idx + i);
-        rx_frame(port, x->umem + d->addr, d->len, 0, 0, 0);
+    while (used < avail && frames < BATCH) {
+        uint32_t ndesc, len;
+        uint8_t *f = xsk_rx_frame(x, idx + used, avail - used, &ndesc, &len);
+        if (!ndesc) break;         /* the kernel hands over whole frames: not seen */
+        used += ndesc; frames++;
+        if (f) rx_frame(port, f, len, 0, 0, 0);
+        else rx_truncated(port, "AF_XDP gather buffer", len, XSK_GATHER);
     }
     flush_dirty();
     pthread_mutex_unlock(&LOCK);
-    xsk_rx_release(x, idx, n);
-    return (int)n;
+    xsk_rx_release(x, idx, used);
+    return (int)frames;
 }
 
 /* the receive of port i: -1 when its socket failed */
@@ -447,7 +510,9 @@ int dev_rings_open(int nports, const int *fds, const uint32_t *numbers) {
             struct sockaddr_ll ll;
             socklen_t len = sizeof ll;
             xsk_t *x = calloc(1, sizeof *x);
-            if (getsockname(fds[i], (struct sockaddr *)&ll, &len) || xsk_open(x, ll.sll_ifindex) < 0) {
+            uint32_t mtu = port_mtu(fds[i]);
+            if (getsockname(fds[i], (struct sockaddr *)&ll, &len) || !mtu
+                || (xsk_open(x, ll.sll_ifindex, mtu, 1) < 0 && xsk_open(x, ll.sll_ifindex, mtu, 0) < 0)) {
                 free(x);
                 while (i-- > 0) { xsk_close(XSK[numbers[i] & (NPORTS - 1)]); free(XSK[numbers[i] & (NPORTS - 1)]); XSK[numbers[i] & (NPORTS - 1)] = NULL; }
                 IO_MODE = IO_RECVMMSG;
