@@ -79,9 +79,6 @@ class P4RuntimeSwitch(Switch):
                 f"127.0.0.1:{self.grpc_port}", "--cpu-port", str(CPU_PORT)]
         if self.link_mbps:      # every port's egress paced like a link of that speed
             cmd += ["--queue-rate", f"{self.link_mbps:g}mbps"]
-        # The native backend's default receive ring (mmap-v2) has 2 KiB slots
-        # (p4switch/native/device.c) and would cut the fabric's jumbo frames: recvmmsg takes 9 KiB.
-        cmd += ["--io", "recvmmsg"]
         if self.queue_depth:
             cmd += ["--queue-depth", str(self.queue_depth)]
         if self.control_path:
