@@ -63,7 +63,7 @@ class Service(fabric_pb2_grpc.FabricServicer):
 
     @_rpc
     def Sync(self, request, context):
-        return api.SyncReply(switches=self.fabric.sync_all())
+        return api.SyncReply(switches=self.fabric.sync_all(wanted=context.is_active))
 
     @_rpc
     def GetRoutes(self, request, context):

@@ -55,9 +55,18 @@ class Fabric:
         tmp.write_text(self.intent.to_json())
         os.replace(tmp, self.state_path)
 
-    def sync_all(self, connect: bool = True) -> list[api.SwitchSync]:
+    def sync_all(self, connect: bool = True,
+                 wanted=lambda: True) -> list[api.SwitchSync]:
+        """Reconcile every switch in turn while `wanted()` (a Sync whose caller gave up
+        stops: a switch that times out would otherwise hold the lock for every retry the
+        caller queued meanwhile)."""
         with self.lock:
-            return [self.sync_one(name, connect) for name in self.devices]
+            results = []
+            for name in self.devices:
+                if not wanted():
+                    break
+                results.append(self.sync_one(name, connect))
+            return results
 
     def sync_one(self, name: str, connect: bool = True) -> api.SwitchSync:
         """Reconcile one switch. A switch whose last reconciliation failed (its session may

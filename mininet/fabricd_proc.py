@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from fabricmodel.topology import load
 from p4switch.device.process import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,13 +20,14 @@ class Fabricd:
 
     def __init__(self, topology: Path, log_dir: Path, ecmp_mode: str = "hash",
                  compiler: str | None = None, ecn_delay_us: int = 0,
-                 sync_timeout: float = 180.0):
+                 sync_timeout: float = 180.0, switch_timeout: float | None = None):
         """`compiler`: fabricd's `--compiler` for the switches' target (None: p4switch);
         `ecn_delay_us`: fabricd's `--ecn-delay-us` (0: its queue-length threshold);
-        `sync_timeout`: how long the switches may take to be in sync once fabricd serves."""
+        `sync_timeout`: how long the switches may take to be in sync once fabricd serves;
+        `switch_timeout`: fabricd's `--switch-timeout` (None: its default)."""
         self.topology, self.log_dir, self.ecmp_mode = topology, log_dir, ecmp_mode
         self.compiler, self.ecn_delay_us = compiler, ecn_delay_us
-        self.sync_timeout = sync_timeout
+        self.sync_timeout, self.switch_timeout = sync_timeout, switch_timeout
         self.proc: subprocess.Popen | None = None
         self.address = ""
 
@@ -41,6 +43,8 @@ class Fabricd:
             cmd += ["--compiler", self.compiler]
         if self.ecn_delay_us:
             cmd += ["--ecn-delay-us", str(self.ecn_delay_us)]
+        if self.switch_timeout:
+            cmd += ["--switch-timeout", f"{self.switch_timeout:g}"]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         try:
             self._wait_ready()
@@ -80,13 +84,18 @@ class Fabricd:
                          .strip().splitlines()[-lines:])
 
     def _unsynced(self, sync_output: str) -> str:
-        failing = [line.split()[0] for line in sync_output.splitlines()
-                   if line.split() and (self.log_dir / f"{line.split()[0]}.log").exists()
-                   and not line.rstrip().endswith(" ok")]
+        """What to say when the switches are not in sync: fabricctl's table (or its error),
+        fabricd's log, and the logs of the switches the table shows failing (of every
+        switch when fabricctl got no table)."""
+        switches = load(self.topology).switches
+        rows = {line.split()[0]: line for line in sync_output.splitlines()
+                if line.split() and line.split()[0] in switches}
+        failing = [n for n in switches if n not in rows or not rows[n].rstrip().endswith(" ok")]
         return (f"the switches are not in sync after {self.sync_timeout:g} s; "
-                f"fabricctl sync said:\n"
-                f"{sync_output.rstrip()}\nfabricd.log:\n{self._tail('fabricd')}"
-                + "".join(f"\n{name}.log:\n{self._tail(name)}" for name in failing))
+                f"fabricctl sync said:\n{sync_output.rstrip()}\n"
+                f"fabricd.log:\n{self._tail('fabricd')}"
+                + "".join(f"\n{name}.log:\n{self._tail(name)}" for name in failing
+                          if (self.log_dir / f"{name}.log").exists()))
 
     def ctl(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "controller.fabricctl", "--server",

@@ -90,3 +90,16 @@ def test_restart_a_lost_session_wakes_the_watchdog_at_once():
     watchdog.lost("leaf1")                           # wake it so that it sees `stop`
     thread.join(5)
     assert leaf2.connects == 1 and leaf2.synced == 2 and not thread.is_alive()
+
+
+def test_a_sync_whose_caller_gave_up_stops_before_the_next_switch():
+    fabric = fabric_of_stand_ins()
+    asked = []
+
+    def wanted():                     # the caller's deadline passes after two switches
+        asked.append(1)
+        return len(asked) <= 2
+
+    replies = fabric.sync_all(wanted=wanted)
+    assert [r.switch for r in replies] == list(fabric.devices)[:2]
+    assert sum(d.synced for d in fabric.devices.values()) == 2
