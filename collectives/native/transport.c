@@ -380,7 +380,8 @@ typedef struct {
  * policies' programs write every source port as before. The raw IP socket (sendmmsg) takes
  * the frames for a destination whose next hop is not known: not resolved yet (the raw path's
  * own packets make the kernel resolve it by ARP), reached through another interface, local
- * (ranks of one host), or for a while after a retransmission timeout. */
+ * (ranks of one host), or for a while after a retransmission timeout that found its neighbour
+ * entry unconfirmed (hop_recheck). */
 #define TXR_DATA (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))   /* where a frame's bytes start */
 #define TXR_HEAD (sizeof(struct virtio_net_hdr) + ETH_HLEN)        /* what goes before the IP header */
 #define TXR_FRAME ((TXR_DATA + TXR_HEAD + FRAME_MAX + 15) & ~15u)
@@ -392,6 +393,8 @@ typedef struct {
 #define HOP_RETRY_S 0.01            /* how soon an unknown next hop is asked for again */
 /* a neighbour entry with a usable MAC (the kernel's NUD_VALID, which uapi does not export) */
 #define NUD_KNOWN (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY)
+/* one the kernel has confirmed: its MAC is current, nothing to make the kernel check */
+#define NUD_CONFIRMED (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE)
 
 typedef struct hop {                /* a destination's next hop, as the kernel's tables say */
     uint32_t addr;
@@ -481,8 +484,8 @@ static int route_via(ep_t *ep, uint32_t dst, uint32_t *nexthop) {
     return oif == ep->txr_ifindex ? 0 : -1;
 }
 
-/* The MAC of a resolved neighbour on the ring's interface; -1 while it is not resolved */
-static int neigh_mac(ep_t *ep, uint32_t addr, uint8_t *mac) {
+/* The MAC of a neighbour on the ring's interface in one of the `states`; -1 otherwise */
+static int neigh_mac(ep_t *ep, uint32_t addr, uint8_t *mac, uint16_t states) {
     struct { struct nlmsghdr h; struct ndmsg n; struct rtattr a; uint32_t dst; } req;
     memset(&req, 0, sizeof req);
     req.h.nlmsg_len = sizeof req;
@@ -497,7 +500,7 @@ static int neigh_mac(ep_t *ep, uint32_t addr, uint8_t *mac) {
     if (n < (int)NLMSG_LENGTH(sizeof(struct ndmsg))) return -1;
     struct nlmsghdr *h = (struct nlmsghdr *)buf;
     struct ndmsg *nd = NLMSG_DATA(h);
-    if (h->nlmsg_type != RTM_NEWNEIGH || !(nd->ndm_state & NUD_KNOWN)) return -1;
+    if (h->nlmsg_type != RTM_NEWNEIGH || !(nd->ndm_state & states)) return -1;
     int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *nd));
     for (struct rtattr *a = (struct rtattr *)((uint8_t *)nd + NLMSG_ALIGN(sizeof *nd));
          RTA_OK(a, len); a = RTA_NEXT(a, len))
@@ -508,7 +511,7 @@ static int neigh_mac(ep_t *ep, uint32_t addr, uint8_t *mac) {
     return -1;
 }
 
-static void resolve(ep_t *ep, hop_t *e, double now) {
+static void resolve(ep_t *ep, hop_t *e, double now, uint16_t states) {
     const uint8_t *a = (const uint8_t *)&e->addr;
     e->retry_at = now + HOP_RETRY_S;
     if (a[0] >= 224 && a[0] <= 239) {           /* a group: its MAC is its address's (RFC 1112) */
@@ -518,7 +521,7 @@ static void resolve(ep_t *ep, hop_t *e, double now) {
         return;
     }
     uint32_t nexthop;
-    e->ring = route_via(ep, e->addr, &nexthop) == 0 && neigh_mac(ep, nexthop, e->mac) == 0;
+    e->ring = route_via(ep, e->addr, &nexthop) == 0 && neigh_mac(ep, nexthop, e->mac, states) == 0;
 }
 
 static hop_t *hop_of(ep_t *ep, uint32_t addr) {
@@ -535,14 +538,16 @@ static hop_t *hop_of(ep_t *ep, uint32_t addr) {
     return NULL;
 }
 
-/* After a retransmission timeout: the raw path for a while, then the tables are asked again
- * (the neighbour may have moved) */
-static void hop_forget(ep_t *ep, uint32_t addr) {
+/* After a retransmission timeout the tables are asked again at once (the route or the
+ * neighbour may have changed). The ring goes on only with a neighbour entry the kernel has
+ * confirmed; any other (stale, being probed, gone) sends through the raw socket for a while,
+ * whose packets make the kernel check or resolve it, as before the first resolution. Before,
+ * every timeout meant the raw path for HOP_RETRY_S: under 1 % loss that was a third of the
+ * native transport's CPU (a route lookup and an uncached dst per frame, for the retransmitted
+ * window and what followed it). */
+static void hop_recheck(ep_t *ep, uint32_t addr) {
     hop_t *e = ep->txr ? hop_of(ep, addr) : NULL;
-    if (e) {
-        e->ring = 0;
-        e->retry_at = mono_now() + HOP_RETRY_S;
-    }
+    if (e) resolve(ep, e, mono_now(), NUD_CONFIRMED);
 }
 
 /* The ring frame at txr_cur once the kernel has let go of it (the device took the frame it
@@ -565,7 +570,7 @@ static uint8_t *tx_slot(ep_t *ep, uint32_t dst) {
     hop_t *e = ep->txr ? hop_of(ep, dst) : NULL;
     if (e && !e->ring) {
         double now = mono_now();
-        if (now >= e->retry_at) resolve(ep, e, now);
+        if (now >= e->retry_at) resolve(ep, e, now, NUD_KNOWN);
     }
     if (e && e->ring) {
         raw_flush(ep);
@@ -873,7 +878,7 @@ static int on_timer(ep_t *ep, sqp_t *qp, double now) {
     }
     qp->backoff = qp->retries < MAX_BACKOFF ? qp->retries : MAX_BACKOFF;
     ep->notify = 1;
-    hop_forget(ep, qp->pub.dst);
+    hop_recheck(ep, qp->pub.dst);
     if (ep->cb(CB_TIMEOUT, qp->handle, first->psn, 0, NULL, 0) < 0) {   /* the policy's hooks */
         ep->error = ERR_CALLBACK;
         return ERR_CALLBACK;
