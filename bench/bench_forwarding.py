@@ -49,7 +49,8 @@ from p4switch.native import available, build  # noqa: E402
 L3 = ROOT / "tests" / "p4switch" / "device_programs" / "l3.p4"
 FABRIC = ROOT / "p4src" / "fabric.p4"
 DURATION = float(os.environ.get("BENCH_SECONDS", "2"))
-PAYLOAD = 64
+PAYLOAD = 64              # UDP payload bytes, unless --payload
+JUMBO_MTU = 9000          # the veths' MTU for payloads above 1,472 bytes (the demo's links')
 # Offered packets/s per run, the same for every path; 0 = as fast as the sender can (flood).
 # At flood the sender fills its core, where the switch's receive (or the whole bridge) also
 # runs; the paced loads show what each path delivers below and around its capacity.
@@ -150,9 +151,10 @@ def sh_run(*cmd, check=True):
     return done
 
 
-def make_hosts():
+def make_hosts(mtu: int = 1500):
     """Host i in namespace bf<i>-<tag>, 10.0.i.1/24 behind gateway 10.0.i.254, its veth's
-    other end bfs<i><tag> in the root namespace (for the switch or the bridge)."""
+    other end bfs<i><tag> in the root namespace (for the switch or the bridge); both ends of
+    MTU mtu."""
     tag = uuid.uuid4().hex[:6]
     hosts, sw_ends = {}, {}
     for i in HOSTS:
@@ -161,7 +163,8 @@ def make_hosts():
         sh_run("ip", "link", "add", sw, "type", "veth", "peer", "name", "eth0", "netns", ns)
         sh_run("sysctl", "-qw", f"net.ipv6.conf.{sw}.disable_ipv6=1")
         sh_run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-        sh_run("ip", "-n", ns, "link", "set", "eth0", "address", HOST_MAC[i])
+        sh_run("ip", "-n", ns, "link", "set", "eth0", "address", HOST_MAC[i], "mtu", str(mtu))
+        sh_run("ip", "link", "set", sw, "mtu", str(mtu))
         sh_run("ip", "-n", ns, "addr", "add", f"10.0.{i}.1/24", "dev", "eth0")
         for dev_ns in (("-n", ns, "link", "set", "eth0", "up"), ("link", "set", sw, "up"),
                        ("-n", ns, "link", "set", "lo", "up")):
@@ -235,8 +238,8 @@ def next_hop_mac(ns, dst) -> str:
     return json.loads(out)[0]["lladdr"]
 
 
-def delivered(hosts, dst, receivers, rate):
-    """Host 1 sends to dst for DURATION s, counted at the receivers' interfaces (each one's
+def delivered(hosts, dst, receivers, rate, payload):
+    """Host 1 sends to dst for DURATION s (UDP payloads of `payload` bytes), counted at the receivers' interfaces (each one's
     ingress drops every frame: the counter, not the host's IP/UDP stack, is the sink).
     -> (offered pps, delivered pps, delivered fraction, frames delivered). Delivered pps: the
     counters' rise from 0.5 s after the sender starts to 0.2 s before it ends, over that
@@ -250,7 +253,7 @@ def delivered(hosts, dst, receivers, rate):
         sender = subprocess.Popen([*pinned(SENDER_CPU), "ip", "netns", "exec", hosts[1],
                                    trafgen(), "send", "eth0", HOST_MAC[1],
                                    next_hop_mac(hosts[1], dst), "10.0.1.1", dst, str(DURATION),
-                                   str(PAYLOAD), str(rate)], stdout=subprocess.PIPE, text=True)
+                                   str(payload), str(rate)], stdout=subprocess.PIPE, text=True)
         start = time.monotonic()
         samples = []
         for at in (0.5, DURATION - 0.2):
@@ -270,14 +273,14 @@ def delivered(hosts, dst, receivers, rate):
             total)
 
 
-def unicast(hosts, rate):
+def unicast(hosts, rate, payload):
     """Host 1 to host 2: see delivered()."""
-    return delivered(hosts, "10.0.2.1", (2,), rate)
+    return delivered(hosts, "10.0.2.1", (2,), rate, payload)
 
 
-def multicast(hosts, rate):
+def multicast(hosts, rate, payload):
     """Host 1 to GROUP, counted at MCAST_RECEIVERS: copies delivered, summed over them."""
-    return delivered(hosts, GROUP, MCAST_RECEIVERS, rate)
+    return delivered(hosts, GROUP, MCAST_RECEIVERS, rate, payload)
 
 
 def aggregation(hosts, rate, job):
@@ -357,7 +360,7 @@ def costed(pid, measure, *args):
     return (*result, 1e6 * (cpu_seconds(pid) - before) / packets if packets else None)
 
 
-def through_switch(target, traffic, hosts, sw_ends, configs, job, rates):
+def through_switch(target, traffic, hosts, sw_ends, configs, job, rates, payload):
     """target: p4switch-native (@IO: its --io), p4switch-python or bmv2; configs caches
     compiled programs.
     -> [(offered pps, delivered pps, delivered fraction, switch CPU us per packet)] per rate."""
@@ -381,7 +384,7 @@ def through_switch(target, traffic, hosts, sw_ends, configs, job, rates):
                 write(sh.context.p4info, job)
                 return [costed(pid, aggregation, hosts, rate, job) for rate in AGG_RATES]
             write(sh.context.p4info)
-            return [costed(pid, how, hosts, rate) for rate in rates]
+            return [costed(pid, how, hosts, rate, payload) for rate in rates]
         finally:
             sh.teardown()
 
@@ -400,7 +403,7 @@ def steer(ns, ifname, cpu):
            f"for q in /sys/class/net/{ifname}/queues/rx-*; do echo {mask} > $q/rps_cpus; done")
 
 
-def through_bridge(hosts, sw_ends, rates, hows):
+def through_bridge(hosts, sw_ends, rates, hows, payload):
     """{measure function: {BRIDGE_PLACES name: results}}. The bridge gets a namespace of its
     own: there no host firewall (e.g. Docker's FORWARD DROP with bridge-nf-call-iptables) sees
     the bridged frames. Multicast snooping off: the bridge floods the group's frames to every
@@ -423,7 +426,7 @@ def through_bridge(hosts, sw_ends, rates, hows):
                 steer(ns, sw, cpu)
             for how in (unicast, multicast):
                 if how in hows:
-                    results.setdefault(how, {})[name] = [how(hosts, rate)[:3] + (None,)
+                    results.setdefault(how, {})[name] = [how(hosts, rate, payload)[:3] + (None,)
                                                           for rate in rates]
         return results
     finally:
@@ -464,7 +467,14 @@ def arguments():
     parser.add_argument("--rates", type=lambda v: tuple(int(float(r)) for r in v.split(",")),
                         default=RATES, help="offered packets/s, comma-separated, 0 = flood "
                         f"(default {','.join(map(str, RATES))})")
-    return parser.parse_args()
+    parser.add_argument("--payload", type=int, default=PAYLOAD,
+                        help=f"UDP payload bytes of the unicast and multicast frames (default "
+                        f"{PAYLOAD}); above 1,472 the veths get MTU {JUMBO_MTU}, as the demo's links")
+    args = parser.parse_args()
+    if not 0 <= args.payload <= JUMBO_MTU - 28:
+        parser.error(f"--payload: 0 to {JUMBO_MTU - 28} bytes (the veths' MTU {JUMBO_MTU} less "
+                     f"the IP and UDP headers), not {args.payload}")
+    return args
 
 
 def main():
@@ -479,7 +489,7 @@ def main():
     traffics = {t: TRAFFIC[t] for t in (args.traffic or TRAFFIC)}
     print(f"load average before: {os.getloadavg()[0]:.1f} (1 min), {os.cpu_count()} CPUs; "
           f"{scheduling()}", flush=True)
-    hosts, sw_ends = make_hosts()
+    hosts, sw_ends = make_hosts(1500 if args.payload <= 1500 - 28 else JUMBO_MTU)
     job = Job()
     runs = {}
     try:
@@ -488,20 +498,22 @@ def main():
             for traffic in traffics:
                 for target in targets:
                     runs[(traffic, target)] = through_switch(target, traffic, hosts, sw_ends,
-                                                             configs, job, args.rates)
-        bridge = through_bridge(hosts, sw_ends, args.rates, {h for _, _, h in traffics.values()})
+                                                             configs, job, args.rates,
+                                                             args.payload)
+        bridge = through_bridge(hosts, sw_ends, args.rates, {h for _, _, h in traffics.values()},
+                                args.payload)
     finally:
         for ns in hosts.values():
             sh_run("ip", "netns", "del", ns, check=False)
     print(f"load average after: {os.getloadavg()[0]:.1f} (1 min)")
-    report(targets, runs, bridge, traffics, args.rates)
+    report(targets, runs, bridge, traffics, args.rates, args.payload)
 
 
-def report(targets, runs, bridge, traffics, rates_offered):
+def report(targets, runs, bridge, traffics, rates_offered, payload):
     cores = (f"sender on CPU {SENDER_CPU}, forwarder on CPU {FORWARDER_CPU} (the switch "
              f"process's threads; the bridge's forwarding by RPS in 'linux bridge rps', in the "
              f"sender's softirq in 'linux bridge')" if split_cores() else "one core")
-    print(f"\n{PAYLOAD}-byte UDP payloads in frames from bench/trafgen.c (C, a PACKET_TX_RING "
+    print(f"\n{payload}-byte UDP payloads ({payload + 42}-byte frames) in frames from bench/trafgen.c (C, a PACKET_TX_RING "
           f"past the qdisc, paced to the offered load; multicast: to 2 receivers, delivered = "
           f"copies/s summed), counted at the receiving interfaces (rx_packets, ingress drops "
           f"all) from 0.5 s after the sender starts to 0.2 s before it ends; {cores}; "
@@ -554,7 +566,8 @@ def report(targets, runs, bridge, traffics, rates_offered):
             if cpu is not None:
                 line += f"{cpu:>9.2f} us/p" + (f"{cpu / top[3]:>7.1f}x" if top[3] else "")
             print(line)
-    target_line(targets, runs, bridge)
+    if payload == PAYLOAD:      # the target is set for 64-byte payloads
+        target_line(targets, runs, bridge)
 
 
 def capacity(results) -> float:

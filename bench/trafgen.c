@@ -31,9 +31,10 @@
 
 #define PORT 9000
 #define BATCH 256          /* frames per system call at most */
-#define SLOTS 1024         /* TX ring frames */
-#define SLOT 2048          /* bytes per TX ring frame */
+#define RING (2u << 20)    /* TX ring bytes: 1024 slots of 2 KiB, fewer of a jumbo frame */
+#define MAXSIZE (65535 - 20 - 8)   /* the largest UDP payload of an IPv4 packet */
 #define HDRS (14 + 20 + 8)
+static unsigned SLOT = 2048, SLOTS;   /* bytes per TX ring frame (a power of two), frames */
 
 static double now(void) {
     struct timespec t;
@@ -111,6 +112,8 @@ static size_t build_frame(uint8_t *f, char **argv, int size) {
 /* a raw socket on ifname with a TX ring whose every slot already holds the frame */
 static int open_ring(const char *ifname, const uint8_t *frame, size_t len, uint8_t **ring) {
     int s = socket(AF_PACKET, SOCK_RAW, 0), v = TPACKET_V2, one = 1;   /* protocol 0: receives nothing */
+    while (SLOT < TPACKET2_HDRLEN + len) SLOT *= 2;
+    SLOTS = RING / SLOT;
     if (s < 0) die("socket");
     struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_ifindex = (int)if_nametoindex(ifname)};
     if (!ll.sll_ifindex) bad("an interface", ifname);
@@ -130,7 +133,7 @@ static int open_ring(const char *ifname, const uint8_t *frame, size_t len, uint8
 }
 
 static int send_mode(char **argv, double duration, int size, double rate) {
-    static uint8_t frame[SLOT];
+    static uint8_t frame[HDRS + MAXSIZE];
     size_t len = build_frame(frame, argv, size);
     uint8_t *ring;
     int s = open_ring(argv[1], frame, len, &ring);
@@ -174,8 +177,8 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc == 10 && strcmp(argv[1], "send") == 0) {
         int size = atoi(argv[8]);
-        if (size < 0 || size > (int)(SLOT - HDRS - TPACKET2_HDRLEN))
-            bad("a payload size that fits a TX ring slot", argv[8]);
+        if (size < 0 || size > MAXSIZE)          /* above the interface's MTU: send() says so */
+            bad("a UDP payload size (0-65507)", argv[8]);
         return send_mode(argv + 1, atof(argv[7]), size, atof(argv[9]));
     }
     fprintf(stderr, "usage: trafgen send IFACE SRCMAC DSTMAC SRCIP DSTIP DURATION SIZE RATE\n");
