@@ -5,7 +5,9 @@ the same tag), carry jumbo frames whole up to the ports' MTU, and drop (and say 
 that the receive buffer cut short rather than forward its head."""
 from __future__ import annotations
 
+import os
 import pathlib
+import signal
 import socket
 import struct
 import time
@@ -21,6 +23,7 @@ pytestmark = [pytest.mark.netns,
               pytest.mark.skipif(not available(), reason="no C compiler (cc) for the native backend")]
 PROGRAMS = pathlib.Path(__file__).parent / "device_programs"
 SOL_PACKET, PACKET_AUXDATA, TP_STATUS_VLAN_VALID = 263, 8, 0x10
+SO_RCVBUFFORCE = 33
 AUX = struct.Struct("=IIIHHHH")             # struct tpacket_auxdata
 
 
@@ -105,6 +108,7 @@ def _listen(host: str) -> socket.socket:
     rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
     rx.bind((host, 0))
     rx.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+    rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)    # room for a burst of jumbo frames
     return rx
 
 
@@ -112,22 +116,29 @@ def _listen(host: str) -> socket.socket:
 def test_io_mode_carries_jumbo_frames_whole(io, links):  # noqa: F811
     """Ports of MTU 9000 (the demo's links): frames of 4,000 and 9,000 bytes and the largest
     the MTU takes (9,014: MTU plus the Ethernet header) come out byte for byte, on the io mode
-    asked for (no fallback to recvmmsg)."""
+    asked for (no fallback to recvmmsg); then a burst of 64 of the largest that waited while
+    the switch was stopped, so that it takes them as one batch (AF_XDP: 320 UMEM frames)."""
     (sw_a, host_a), (sw_b, host_b) = _jumbo_links(links, 9000)
     args = [str(PROGRAMS / "queue.p4"), "-i", f"1@{sw_a}", "-i", f"2@{sw_b}", "--io", io,
             "--backend", "native"]
-    sizes = [4000, 9000, 9014, 64]
+    sent = [frame(i, size=n) for i, n in enumerate([4000, 9000, 9014, 64])]
+    burst = [frame(len(sent) + i, size=9014) for i in range(64)]
     with SwitchProcess(args) as switch:
         rx = _listen(host_b)
-        _send(host_a, [frame(i, size=n) for i, n in enumerate(sizes)])
-        got = receive_tagged(rx, len(sizes))
+        _send(host_a, sent)
+        got = receive_tagged(rx, len(sent))
+        os.kill(switch.proc.pid, signal.SIGSTOP)
+        try:
+            _send(host_a, burst)
+        finally:
+            os.kill(switch.proc.pid, signal.SIGCONT)
+        got += receive_tagged(rx, len(burst))
         rx.close()
         assert not any("receiving with recvmmsg" in line for line in switch.output) or \
             io == "recvmmsg", switch.output
-    assert [len(f) for f, _ in got] == sizes
+    assert [len(f) for f, _ in got] == [len(f) for f in sent + burst]
     # queue.p4 writes the queue depth into the source address: the rest is the frame sent
-    assert [(f[:6] + f[12:], v) for f, v in got] == \
-        [(frame(i, size=n)[:6] + frame(i, size=n)[12:], None) for i, n in enumerate(sizes)]
+    assert [(f[:6] + f[12:], v) for f, v in got] == [(f[:6] + f[12:], None) for f in sent + burst]
 
 
 @pytest.mark.parametrize("io, mtu, size", [("mmap-v2", 9000, 4000), ("recvmmsg", 16000, 12000)])
