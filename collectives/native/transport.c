@@ -320,12 +320,18 @@ typedef struct { msg_t *tab; uint32_t mask; } msgtab_t;
 #define BATCH 64
 #define FRAME_MAX 9216
 #define MAX_GROUPS 64
-/* the receive ring: frames of the largest IP packet behind TPACKET_V2's header and address,
- * 1 MiB blocks (frames never straddle one), 16 MiB in all as the raw socket's buffer was */
-#define RING_FRAME ((TPACKET2_HDRLEN + FRAME_MAX + 63) & ~63u)
+/* The receive ring: 1 MiB blocks (frames never straddle one), 16 MiB in all as the raw
+ * socket's buffer was, of frames that hold the largest packet of the endpoint's MTU (a WRITE
+ * FIRST with its RETH) behind TPACKET_V2's header: the kernel writes a datagram socket's
+ * packet at RING_NET_OFF (TPACKET_ALIGN(TPACKET2_HDRLEN) + 16, tpacket_rcv). A larger packet
+ * (the collectives' own opcodes may carry more than the MTU, e.g. SwitchML's 1 KiB at an MTU
+ * of 256) arrives whole through the socket's queue (PACKET_COPY_THRESH). Frames for 9 KiB
+ * packets spread 1 KiB ones over 16 MiB, a page each: sized by the MTU, the ring's frames of
+ * 1 KiB packets are 7x denser (less of the cache and TLB for the kernel's copy and the
+ * first read of each frame). */
 #define RING_BLOCK (1u << 20)
 #define RING_BLOCKS 16
-#define RING_PER_BLOCK (RING_BLOCK / RING_FRAME)
+#define RING_NET_OFF (TPACKET_ALIGN(TPACKET2_HDRLEN) + 16)
 
 typedef struct {
     nt_config cfg;
@@ -355,7 +361,7 @@ typedef struct {
     /* or the packet ring the kernel copies received packets into (nt_rx_ring) */
     uint8_t *ring;
     size_t ring_bytes;
-    uint32_t ring_frames, ring_head;
+    uint32_t ring_frames, ring_head, ring_frame, ring_per_block;
     uint32_t groups[MAX_GROUPS], ngroups;  /* multicast groups joined */
     /* the TX ring (nt_tx_ring) and the next hops it sends to */
     int txr_fd, nl_fd;
@@ -1311,10 +1317,19 @@ static int ring_drain(ep_t *ep, double now, int budget) {
     while (n < budget) {
         uint32_t i = ep->ring_head;
         struct tpacket2_hdr *h = (struct tpacket2_hdr *)(ep->ring +
-            (size_t)(i / RING_PER_BLOCK) * RING_BLOCK + (size_t)(i % RING_PER_BLOCK) * RING_FRAME);
-        if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
+            (size_t)(i / ep->ring_per_block) * RING_BLOCK + (size_t)(i % ep->ring_per_block) * ep->ring_frame);
+        uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+        if (!(status & TP_STATUS_USER)) break;
         const uint8_t *pkt = (const uint8_t *)h + h->tp_net;
-        int r = joined(ep, pkt, h->tp_snaplen) ? receive(ep, pkt, h->tp_snaplen, now) : 0;
+        uint32_t size = h->tp_snaplen;
+        if (status & TP_STATUS_COPY) {          /* larger than a frame: whole in the queue */
+            ssize_t got = recv(ep->cfg.rx_fd, ep->rxbuf, FRAME_MAX, MSG_DONTWAIT);
+            pkt = ep->rxbuf;
+            size = got > 0 ? (uint32_t)got : 0;
+        } else if (size < h->tp_len) {
+            size = 0;                           /* cut, the queue full: lost as on a wire */
+        }
+        int r = size && joined(ep, pkt, size) ? receive(ep, pkt, size, now) : 0;
         __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
         ep->ring_head = i + 1 == ep->ring_frames ? 0 : i + 1;
         if (r < 0) {
@@ -1425,11 +1440,14 @@ ep_t *nt_new(const nt_config *cfg, nt_cb cb) {
  * socket sees packets after tc ingress (bound to ETH_P_IP, not a tap), so what impair drops
  * there never arrives. Returns 0 or -errno. */
 int nt_rx_ring(ep_t *ep, int fd) {
-    int version = TPACKET_V2;
+    int version = TPACKET_V2, copy = 1;
+    uint32_t frame = TPACKET_ALIGN(RING_NET_OFF + IP_UDP_BYTES + BTH_BYTES + RETH_BYTES +
+                                   ep->cfg.mtu + ICRC_BYTES);
     struct tpacket_req req = {.tp_block_size = RING_BLOCK, .tp_block_nr = RING_BLOCKS,
-                              .tp_frame_size = RING_FRAME,
-                              .tp_frame_nr = RING_PER_BLOCK * RING_BLOCKS};
+                              .tp_frame_size = frame,
+                              .tp_frame_nr = RING_BLOCK / frame * RING_BLOCKS};
     if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) ||
+        setsockopt(fd, SOL_PACKET, PACKET_COPY_THRESH, &copy, sizeof copy) ||
         setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req))
         return -errno;
     size_t bytes = (size_t)RING_BLOCK * RING_BLOCKS;
@@ -1444,6 +1462,8 @@ int nt_rx_ring(ep_t *ep, int fd) {
     ep->ring = map;
     ep->ring_bytes = bytes;
     ep->ring_frames = req.tp_frame_nr;
+    ep->ring_frame = frame;
+    ep->ring_per_block = RING_BLOCK / frame;
     ep->ring_head = 0;
     return 0;
 }
