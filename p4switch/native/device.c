@@ -513,6 +513,10 @@ int dev_rings_open(int nports, const int *fds, const uint32_t *numbers) {
             uint32_t mtu = port_mtu(fds[i]);
             if (getsockname(fds[i], (struct sockaddr *)&ll, &len) || !mtu
                 || (xsk_open(x, ll.sll_ifindex, mtu, 1) < 0 && xsk_open(x, ll.sll_ifindex, mtu, 0) < 0)) {
+                if (mtu + 32 > XSK_RX_ROOM)
+                    fprintf(stderr, "p4switch: port %u: no multi-buffer AF_XDP socket (Linux 6.6 and a veth or driver "
+                            "that takes frags), and a plain one holds frames of %u bytes, less than the "
+                            "interface's MTU %u\n", numbers[i], XSK_RX_ROOM, mtu);
                 free(x);
                 while (i-- > 0) { xsk_close(XSK[numbers[i] & (NPORTS - 1)]); free(XSK[numbers[i] & (NPORTS - 1)]); XSK[numbers[i] & (NPORTS - 1)] = NULL; }
                 IO_MODE = IO_RECVMMSG;
