@@ -5,7 +5,7 @@ completion times side by side, then fails a leaf-spine link in the middle of a c
 (silently, then announced through fabricctl) and prints what each policy makes of it; saves a
 plot.
 
-    sudo .venv/bin/python mininet/demo.py [--target bmv2] [--topology FILE] [--size 512KiB]
+    sudo .venv/bin/python mininet/demo.py [--target bmv2] [--topology FILE] [--size 2MiB]
 """
 from __future__ import annotations
 
@@ -43,13 +43,17 @@ POLICIES = ("ecmp", "spray", "reps", "ethereal")
 ECN_PACKETS = 32                       # fabricd's default queue-length threshold, in packets
 # The links' rate when neither --link-mbps nor the topology's link_mbps gives one: the fastest
 # measured at which the uncongested ring all-reduce stays within 1.1x of its link-rate bound
-# ("vs ideal", one launch per rate and policy, 2 cores shared with other sessions). With the
-# Python transport and 1 KiB packets that was 24 Mbit/s. With the native transport, MTU 4096
-# (report.MTU), Ethereal planning each flow once and the ranks starting at one instant, ECMP /
-# Ethereal ran 1.10x / 1.10x at 48 Mbit/s (load 9), 1.09-1.16x / 1.14-1.20x at 96 (three
-# runs, load 4-16), 1.23x / 1.21x at 160 and 1.59x / 1.54x at 240; every row exact at all of
-# them, and the full demo at 240 too (mininet/README.md, "The rate sweep").
-LINK_MBPS = 48.0
+# ("vs ideal", one launch per rate and policy, 2 cores shared with other sessions;
+# mininet/README.md, "The rate sweep"). With the native transport, MTU 4096 (report.MTU) and
+# SIZE per rank, ECMP / Ethereal ran 1.06x / 1.08-1.10x at 96 Mbit/s, 1.05x / 1.10x at 128 and
+# 1.10x / 1.14x at 160; at 240 the switches' CPU bounds it (1.29x / 1.33x at 4 MiB). With the
+# Python transport and 1 KiB packets the rate was 24 Mbit/s.
+LINK_MBPS = 96.0
+# Bytes per rank: each step of a 4-rank ring then moves 128 packets of 4 KiB, so that filling
+# the store-and-forward pipeline of its four links (three packet times) costs 2 % of the step
+# at any rate; at 512 KiB it cost 9 %, and the ring ran 1.10x at 48 Mbit/s. On BMv2, whose
+# links run at most 2 Mbit/s (p4_switch.MAX_LINK_MBPS), 512 KiB keeps each run seconds long.
+SIZE = {"p4switch": "2MiB", "bmv2": "512KiB"}
 # Part two's rate by the same rule, on its own fabric (leafspine-4x4-h2, 8 ranks, 64 KiB per
 # rank): its ring all-reduce ran 1.11x / 1.16x (ECMP / Ethereal) at 20 Mbit/s and 1.36x /
 # 2.12x at 40, part two's own ring baseline 1.10x at 20 with every row exact; it ran at 2
@@ -157,7 +161,8 @@ def _drain_rto(depth: int, mbps: float) -> float:
 @click.option("--collectives", "colls", default="allreduce/ring,allreduce/halving-doubling,alltoall/direct",
               show_default=True, help="Comma-separated collective/algo pairs.")
 @click.option("--policies", default=",".join(POLICIES), show_default=True)
-@click.option("--size", default="512KiB", show_default=True, help="Bytes per rank.")
+@click.option("--size", help=f"Bytes per rank [default: {SIZE['p4switch']}, on BMv2 "
+                            f"{SIZE['bmv2']}].")
 @click.option("--repeat", type=click.IntRange(1), default=3, show_default=True,
               help="Launches per policy, each with another seed (other ECMP ports).")
 @click.option("--link-mbps", type=click.FloatRange(0),
@@ -251,6 +256,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
     if not part_one and not ideas:
         raise click.UsageError("--no-part-one --no-ideas leaves nothing to run")
     (failure_pair,) = _collectives(failure_collective)
+    size = size or SIZE[target]
     runs = [{"collective": c, "algo": a, "dtype": "int32", "elements": parse_size(size) // 4}
             for c, a in _collectives(colls)]
     if link_mbps is None:
