@@ -858,6 +858,14 @@ static void on_cnp(ep_t *ep, sqp_t *qp, double now) {
 }
 
 /* SendQP.on_timer; <0 when the round must stop (the peer is unreachable, a hook failed) */
+/* When on_timer next fires the QP's retransmission timeout; never while nothing is armed */
+static double rto_due(const ep_t *ep, sqp_t *qp) {
+    if (!qp->n || (qp->resend == 0 && ep->cfg.reliability != REL_SR)) return 1e300;
+    double backed = qp->rto * (double)(1u << qp->backoff);
+    if (backed > ep->cfg.max_rto) backed = ep->cfg.max_rto;
+    return inflight(qp, 0)->sent_at + (qp->rto > backed ? qp->rto : backed);
+}
+
 static int on_timer(ep_t *ep, sqp_t *qp, double now) {
     if (qp->pub.rate && qp->last_cnp && now - qp->last_cnp > RECOVERY_S) {
         qp->pub.rate = (qp->pub.rate + qp->target_rate) / 2;
@@ -1406,13 +1414,18 @@ int nt_progress(ep_t *ep, double wait) {
         if (ep->notify || now >= deadline) return any;
         if (w > 0) continue;
         double delay = deadline - now;
-        if (ep->nactive) {
-            if (delay > TIMER_TICK_S) delay = TIMER_TICK_S;
-            for (uint32_t i = 0; i < ep->nactive; i++) {
-                sqp_t *qp = ep->active[i];
-                if (qp->pub.rate && qp->next_tx > now && qp->next_tx - now < delay)
-                    delay = qp->next_tx - now;
-            }
+        /* Asleep until a packet comes or the next timer is due: a paced QP's next packet,
+         * a retransmission timeout; DCQCN's recovery runs on the reference's tick (each
+         * round of it raises the rate). Waking every TIMER_TICK_S while a QP waited out
+         * an RTO (20 ms and more) was a tenth of the native transport's CPU under 1 %
+         * loss, where the QPs spend most of their time so. */
+        for (uint32_t i = 0; i < ep->nactive; i++) {
+            sqp_t *qp = ep->active[i];
+            if (qp->pub.rate && qp->last_cnp && delay > TIMER_TICK_S) delay = TIMER_TICK_S;
+            if (qp->pub.rate && qp->next_tx > now && qp->next_tx - now < delay)
+                delay = qp->next_tx - now;
+            double due = rto_due(ep, qp) - now;
+            if (due < delay) delay = due > 0 ? due : 0;
         }
         struct pollfd pfd = {.fd = ep->cfg.rx_fd, .events = POLLIN};
         struct timespec ts = {(time_t)delay, (long)((delay - (time_t)delay) * 1e9)};
