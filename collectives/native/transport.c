@@ -399,8 +399,8 @@ typedef struct {
 #define HOP_RETRY_S 0.01            /* how soon an unknown next hop is asked for again */
 /* a neighbour entry with a usable MAC (the kernel's NUD_VALID, which uapi does not export) */
 #define NUD_KNOWN (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY)
-/* one the kernel has confirmed: its MAC is current, nothing to make the kernel check */
-#define NUD_CONFIRMED (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE)
+/* one the kernel has confirmed or is checking already (DELAY, PROBE): not a stale one */
+#define NUD_CHECKED (NUD_KNOWN & ~NUD_STALE)
 
 typedef struct hop {                /* a destination's next hop, as the kernel's tables say */
     uint32_t addr;
@@ -545,15 +545,18 @@ static hop_t *hop_of(ep_t *ep, uint32_t addr) {
 }
 
 /* After a retransmission timeout the tables are asked again at once (the route or the
- * neighbour may have changed). The ring goes on only with a neighbour entry the kernel has
- * confirmed; any other (stale, being probed, gone) sends through the raw socket for a while,
- * whose packets make the kernel check or resolve it, as before the first resolution. Before,
+ * neighbour may have changed). The ring goes on with a neighbour entry the kernel has
+ * confirmed or is checking already (DELAY, PROBE); a stale or gone one sends through the raw
+ * socket for a while, whose packets make the kernel check or resolve it, as before the first
+ * resolution. (An entry learned from the peer's ARP request stays in DELAY for seconds while
+ * the raw path's packets keep it there: requiring REACHABLE sent one rank's frames the raw
+ * way after every timeout.) Before,
  * every timeout meant the raw path for HOP_RETRY_S: under 1 % loss that was a third of the
  * native transport's CPU (a route lookup and an uncached dst per frame, for the retransmitted
  * window and what followed it). */
 static void hop_recheck(ep_t *ep, uint32_t addr) {
     hop_t *e = ep->txr ? hop_of(ep, addr) : NULL;
-    if (e) resolve(ep, e, mono_now(), NUD_CONFIRMED);
+    if (e) resolve(ep, e, mono_now(), NUD_CHECKED);
 }
 
 /* The ring frame at txr_cur once the kernel has let go of it (the device took the frame it
