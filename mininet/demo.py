@@ -5,7 +5,7 @@ completion times side by side, then fails a leaf-spine link in the middle of a c
 (silently, then announced through fabricctl) and prints what each policy makes of it; saves a
 plot.
 
-    sudo .venv/bin/python mininet/demo.py [--target bmv2] [--topology FILE] [--size 2MiB]
+    sudo .venv/bin/python mininet/demo.py [--target bmv2] [--topology FILE] [--size 4MiB]
 """
 from __future__ import annotations
 
@@ -44,16 +44,17 @@ ECN_PACKETS = 32                       # fabricd's default queue-length threshol
 # The links' rate when neither --link-mbps nor the topology's link_mbps gives one: the fastest
 # measured at which the uncongested ring all-reduce stays within 1.1x of its link-rate bound
 # ("vs ideal", one launch per rate and policy, 2 cores shared with other sessions;
-# mininet/README.md, "The rate sweep"). With the native transport, MTU 4096 (report.MTU) and
-# SIZE per rank, ECMP / Ethereal ran 1.06x / 1.08-1.10x at 96 Mbit/s, 1.05x / 1.10x at 128 and
-# 1.10x / 1.14x at 160; at 240 the switches' CPU bounds it (1.29x / 1.33x at 4 MiB). With the
-# Python transport and 1 KiB packets the rate was 24 Mbit/s.
+# mininet/README.md, "The rate sweep"). With the native transport and MTU 4096 (report.MTU),
+# ECMP / Ethereal ran 1.06-1.07x / 1.06x at 96 Mbit/s with SIZE per rank (1.06-1.07x /
+# 1.08-1.10x at 2 MiB), 1.05x / 1.10x at 128 and 1.10-1.31x / 1.14-1.25x at 160 (2 MiB); at
+# 240 the switches' CPU bounds it (1.29x / 1.33x at 4 MiB). With the Python transport and 1 KiB
+# packets the rate was 24 Mbit/s.
 LINK_MBPS = 96.0
-# Bytes per rank: each step of a 4-rank ring then moves 128 packets of 4 KiB, so that filling
-# the store-and-forward pipeline of its four links (three packet times) costs 2 % of the step
+# Bytes per rank: each step of a 4-rank ring then moves 256 packets of 4 KiB, so that filling
+# the store-and-forward pipeline of its four links (three packet times) costs 1 % of the step
 # at any rate; at 512 KiB it cost 9 %, and the ring ran 1.10x at 48 Mbit/s. On BMv2, whose
 # links run at most 2 Mbit/s (p4_switch.MAX_LINK_MBPS), 512 KiB keeps each run seconds long.
-SIZE = {"p4switch": "2MiB", "bmv2": "512KiB"}
+SIZE = {"p4switch": "4MiB", "bmv2": "512KiB"}
 # Part two's rate by the same rule, on its own fabric (leafspine-4x4-h2, 8 ranks, 64 KiB per
 # rank): its ring all-reduce ran 1.11x / 1.16x (ECMP / Ethereal) at 20 Mbit/s and 1.36x /
 # 2.12x at 40, part two's own ring baseline 1.10x at 20 with every row exact; it ran at 2
