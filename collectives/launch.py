@@ -25,6 +25,8 @@ from .native import steer
 from .transport import TransportConfig
 
 ROOT = Path(__file__).resolve().parent.parent
+# How long the other ranks may take to end, or report what they saw, once one rank failed.
+FAILED_RANK_GRACE_S = 5.0
 _loaded: dict[type, Program] = {}
 
 
@@ -103,6 +105,35 @@ def _steered(ips: list[str], namespaces: list[str | None], transport: dict):
     return steer.steered(list(places), transport.get("dport", TransportConfig.dport))
 
 
+def _wait_ranks(procs: list[subprocess.Popen], timeout: float,
+                grace: float = FAILED_RANK_GRACE_S) -> list[int | str]:
+    """Each rank's exit code, or "timeout"/"stopped" for a rank killed at the deadline. Once a
+    rank fails, the others get `grace` seconds to end or say what they saw, then are stopped
+    (as mpirun ends a job): a peer of a dead rank would otherwise wait for its data until
+    the launch's timeout."""
+    deadline = time.monotonic() + timeout
+    failed_at = None
+    while True:
+        codes = [proc.poll() for proc in procs]
+        if all(code is not None for code in codes):
+            return codes
+        now = time.monotonic()
+        if failed_at is None and any(code not in (None, 0) for code in codes):
+            failed_at = now
+            deadline = min(deadline, now + grace)
+        if now >= deadline:
+            killed = set()
+            for rank, proc in enumerate(procs):
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                    killed.add(rank)
+            why = "stopped" if failed_at else "timeout"
+            return [why if rank in killed else proc.returncode
+                    for rank, proc in enumerate(procs)]
+        time.sleep(0.05)
+
+
 def launch(ips: list[str], runs: list[dict], *, namespaces: list[str | None] | None = None,
            transport: dict | None = None, policy: str = "ecmp", qps: int = 1, seed: int = 0,
            port: int = 18515, out_dir: str | Path | None = None, timeout: float = 120.0,
@@ -145,23 +176,14 @@ def launch(ips: list[str], runs: list[dict], *, namespaces: list[str | None] | N
             procs.append((subprocess.Popen(cmd, stdout=err, stderr=err, env=env), err))
         if during is not None:
             during()
-        deadline = time.monotonic() + timeout
+        codes = _wait_ranks([proc for proc, _ in procs], timeout)
         failed = []
-        for rank, (proc, err) in enumerate(procs):
-            try:
-                code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                code = "timeout"
+        for rank, ((_, err), code) in enumerate(zip(procs, codes, strict=True)):
             err.close()
             if code != 0:
                 text = Path(err.name).read_text().strip().splitlines()
                 failed.append(f"rank {rank} ({code}): {text[-1] if text else ''}")
         if failed:
-            for proc, _ in procs:
-                if proc.poll() is None:
-                    proc.kill()
             raise LaunchError("; ".join(failed))
         return [json.loads(line) for rank in range(len(ips))
                 for line in (Path(tmp) / f"rank{rank}.jsonl").read_text().splitlines()]
