@@ -34,9 +34,5 @@ def check_qp(qp: int) -> int:
     return check_range("QP number", qp, 0, 0xFFFFFF)
 
 
-def check_psn(psn: int) -> int:
-    return check_range("PSN", psn, 0, 0xFFFFFF)
-
-
 def check_port(port: int, name: str = "UDP port") -> int:
     return check_range(name, port, 1, 0xFFFF)

@@ -90,15 +90,6 @@ class Reps(Program):
             self.maps["reps_conns"].set(key, conn)
             self.maps["reps_acks"].set(ack_key, key)
 
-    def remove_connection(self, peer_ip: str, remote_qp: int) -> bool:
-        key = RepsKey(ip_be(peer_ip), check_qp(remote_qp))
-        acks = self.maps["reps_acks"]
-        for ack_key in list(acks.keys()):
-            target = acks.get(ack_key)
-            if target is not None and bytes(target) == bytes(key):
-                acks.delete(ack_key)
-        return self.maps["reps_conns"].delete(key)
-
     def _conn(self, peer_ip: str, remote_qp: int) -> tuple[RepsKey, RepsConn]:
         key = RepsKey(ip_be(peer_ip), check_qp(remote_qp))
         conn = libbpf.map_lookup(self.maps["reps_conns"].fd, bytes(key),

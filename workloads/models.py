@@ -75,8 +75,5 @@ class Cluster:
     def hosts(self) -> int:
         return self.gpus // self.gpus_per_host
 
-    def host_of(self, rank: int) -> int:
-        return rank // self.gpus_per_host
-
     def seconds(self, flops: float) -> float:
         return flops / (self.gpu.peak_flops * self.efficiency)

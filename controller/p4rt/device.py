@@ -85,10 +85,6 @@ class Device:
             self.pipeline_pushes += 1
             return True
 
-    def ensure_connected(self) -> None:
-        if not self.conn.connected:
-            self.connect()
-
     def close(self) -> None:
         self.conn.close()
 
