@@ -2,9 +2,12 @@
 section by section), checked and lowered by p4switch's own compiler into a `Program`."""
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 
+from .. import parse
+from ..compiler import Compiler, Fail, pos
 from ..errors import P4CompileError
 from .check import BadJson, J
 from .exprs import Exprs
@@ -90,8 +93,7 @@ class Translator(Headers, Exprs, Primitives, Externs, Parsers, Pipelines):
         ingress = self.control(root, "ingress")
         egress = self.control(root, "egress")
         deparser = self.deparser(root)
-        lines = ["#include <core.p4>", "#include <v1model.p4>"]
-        lines += errors[:1] if errors[0].startswith("error") else []
+        lines = errors[:1] if errors[0].startswith("error") else []
         lines += self.type_decls() + self.learn_decls
         lines += errors[1:] if errors[0].startswith("error") else errors
         lines += self.top_decls + parser
@@ -114,25 +116,44 @@ def to_p4(doc, p4info=None) -> str:
         raise BadJson("", "expressions are nested too deeply") from None
 
 
-def compile_doc(doc, p4info=None, name="program.json"):
-    """-> p4switch Program. Raises BadJson naming the JSON object p4switch cannot run."""
-    from .. import frontend
-    text = to_p4(doc, p4info)
+SOURCE_NAME = "<bmv2 json>"
+
+
+@functools.cache
+def _prelude() -> str:
+    """core.p4 and v1model.p4 through the preprocessor, once: the translated program itself
+    never goes through cpp (it is data from whoever wrote the JSON)."""
     with tempfile.TemporaryDirectory(prefix="p4switch-bmv2json-") as tmp:
-        path = os.path.join(tmp, "program.p4")
+        path = os.path.join(tmp, "prelude.p4")
         with open(path, "w") as f:
-            f.write(text)
+            f.write("#include <core.p4>\n#include <v1model.p4>\n")
+        return "\n".join(parse.preprocess(path).lines)
+
+
+def compile_doc(doc, p4info=None):
+    """-> p4switch Program. Raises BadJson naming the JSON object p4switch cannot run."""
+    text = to_p4(doc, p4info)
+    source = parse.SourceMap(f'# 1 "<prelude>"\n{_prelude()}\n# 1 "{SOURCE_NAME}"\n{text}')
+    try:
+        tree = parse.parse(source)
         try:
-            return frontend.compile_file(path)
-        except P4CompileError as exc:
-            raise _blame(text, exc, path) from None
+            return Compiler(tree, source).run()
+        except Fail as exc:
+            line, col = pos(exc.where)
+            raise source.error(line, col, exc.message) from None
+    except P4CompileError as exc:
+        raise _blame(text, exc) from None
+    except RecursionError:
+        raise BadJson("", "the program is nested too deeply") from None
+    except Exception as exc:     # a translation the compiler trips on: still the JSON's error
+        raise BadJson("", f"p4switch cannot run this program ({type(exc).__name__}: {exc})") from None
 
 
-def _blame(text: str, exc: P4CompileError, path: str) -> BadJson:
+def _blame(text: str, exc: P4CompileError) -> BadJson:
     """The JSON object whose translation the compiler refused (the nearest `// json:` mark)."""
     lines = text.split("\n")
     where = ""
-    if exc.file == path:
+    if exc.file == SOURCE_NAME:
         for i in range(min(exc.line, len(lines)) - 1, -1, -1):
             mark = lines[i].strip()
             if mark.startswith("// json: "):

@@ -233,6 +233,10 @@ def test_bmv2_json_checksum_digest_clone_and_exit(backend):
     (lambda d: d["pipelines"][0].update(init_table="missing"),
      "pipelines[0].init_table", "no table, conditional or action call is named 'missing'"),
     (lambda d: d["__meta__"].update(version=[3, 0]), "__meta__.version", "major version 2"),
+    # translated, then refused by p4switch's compiler: still named by its JSON path
+    (lambda d: d["parsers"][0]["parse_states"][0]["parser_ops"].append(
+        {"op": "primitive", "parameters": [prim("exit")]}),
+     "parsers[0].parse_states[0].parser_ops[1]", "exit is not allowed in a parser"),
 ])
 def test_bmv2_json_malformed_errors_name_the_path(doc_edit, path, message):
     doc = base()
