@@ -16,9 +16,10 @@ __all__ = ["EgressJob", "P4AssertionError", "P4CompileError", "Switch", "compile
 
 def compile_program(path, include_dirs=(), defines=None):
     """-> (p4info_pb2.P4Info, device config bytes). Raises P4CompileError."""
-    from . import frontend, p4info
-    program = frontend.compile_file(str(path), include_dirs, defines)
-    return p4info.build(program), frontend.config_bytes(program)
+    from . import device_config, frontend, p4info, parse
+    source = parse.preprocess(str(path), include_dirs, defines)
+    program = frontend.compile_source(source, str(path))
+    return p4info.build(program), device_config.encode(source)
 
 
 def load(path, include_dirs=(), defines=None, cpu_port=None, backend="python", fallback=None):
@@ -40,9 +41,10 @@ def load(path, include_dirs=(), defines=None, cpu_port=None, backend="python", f
 
 
 def load_config(info, config: bytes, cpu_port=None, backend="python"):
-    """A Switch from `p4switch compile` outputs (P4Info message and device config bytes)."""
-    from . import frontend
-    return _switch(backend)(frontend.program_from_config(config), info, cpu_port=cpu_port)
+    """A Switch from `p4switch compile` outputs (P4Info message and device config bytes).
+    Raises device_config.ConfigError naming the field of a config that fails validation."""
+    from . import device_config
+    return device_config.load(info, config, backend=backend, cpu_port=cpu_port)
 
 
 def _switch(backend):

@@ -1,4 +1,5 @@
-"""`p4switch compile`: P4 source -> P4Info (text format) and device config (JSON)."""
+"""`p4switch compile`: P4 source -> P4Info (text format) and device config (JSON: the
+preprocessed program as text, see device_config.py)."""
 from __future__ import annotations
 
 import sys
@@ -18,13 +19,14 @@ from .errors import P4CompileError
 @click.option("-D", "defines", multiple=True, help="preprocessor define NAME or NAME=VALUE")
 def compile_command(program, p4info_path, config_path, include_dirs, defines):
     """Check PROGRAM and write its P4Info and device config."""
-    from . import frontend, p4info
+    from . import device_config, frontend, p4info, parse
     macros = {}
     for d in defines:
         key, _, value = d.partition("=")
         macros[key] = value if _ else None
     try:
-        prog = frontend.compile_file(program, include_dirs, macros)
+        source = parse.preprocess(program, include_dirs, macros)
+        prog = frontend.compile_source(source, program)
         info = p4info.build(prog)
     except P4CompileError as exc:
         click.echo(str(exc), err=True)
@@ -33,7 +35,7 @@ def compile_command(program, p4info_path, config_path, include_dirs, defines):
         if p4info_path:
             Path(p4info_path).write_text(text_format.MessageToString(info))
         if config_path:
-            Path(config_path).write_bytes(frontend.config_bytes(prog))
+            Path(config_path).write_bytes(device_config.encode(source))
     except OSError as exc:
         raise click.ClickException(f"cannot write output: {exc.strerror}: {exc.filename}") from None
     click.echo(f"{program}: {len(prog.tables)} tables, {len(info.actions)} actions, "

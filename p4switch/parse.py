@@ -24,6 +24,7 @@ class SourceMap:
     """Maps lines of cpp output to (file, line) in the files cpp read."""
 
     def __init__(self, text: str):
+        self.preprocessed = text         # what a device config carries (markers included)
         self.places: list[tuple[str, int]] = [("<none>", 0)]
         self.lines: list[str] = []
         file, line = "<none>", 1

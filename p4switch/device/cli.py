@@ -217,8 +217,8 @@ def _backend(choice, python_only_options, program, config):
 
 
 def _program_of(config):
-    from ..frontend import program_from_config
-    return program_from_config(config[1])
+    from ..device_config import program
+    return program(config[1])
 
 
 def _compile(program, include_dirs):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from p4.v1 import p4runtime_pb2
 
-import p4switch
+from p4switch import device_config
 
 from . import codec
 from .digests import DigestEngine
@@ -26,11 +26,13 @@ class Pipeline:
         self.config = p4runtime_pb2.ForwardingPipelineConfig()
         self.config.CopyFrom(config)
         try:
+            self.sw = device_config.load(config.p4info, config.p4_device_config,
+                                         cpu_port=cpu_port, backend=backend)
             self.schema = Schema.from_p4info(config.p4info)
-            self.sw = p4switch.load_config(config.p4info, config.p4_device_config,
-                                           cpu_port=cpu_port, backend=backend)
         except P4RuntimeError:
             raise
+        except device_config.ConfigError as exc:
+            raise invalid(str(exc)) from exc
         except Exception as exc:  # the loader's own error types vary; all mean a bad config
             raise invalid(f"the pipeline config is not valid for this target: {exc}") from exc
         self.profiles = ProfileStore(self.schema, self.sw, down_ports)

@@ -72,17 +72,21 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         action = request.action
         if action == Action.UNSPECIFIED or action not in Action.values():
             raise invalid("SetForwardingPipelineConfig needs an action")
-        with self.device.lock:
-            if action == Action.COMMIT:
-                if request.HasField("config"):
-                    raise invalid("COMMIT takes no config: it realizes the saved one")
+        if action == Action.COMMIT:
+            if request.HasField("config"):
+                raise invalid("COMMIT takes no config: it realizes the saved one")
+            with self.device.lock:
                 if self.pipeline is None or self.pipeline is self.running:
                     raise not_found("COMMIT without a config saved by VERIFY_AND_SAVE")
                 self._install(self.pipeline)
-                return p4runtime_pb2.SetForwardingPipelineConfigResponse()
-            if not request.config.HasField("p4info"):
-                raise invalid("the request carries no P4Info")
-            candidate = self._pipeline(request.config)
+            return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+        if not request.config.HasField("p4info"):
+            raise invalid("the request carries no P4Info")
+        # validated and compiled outside the device lock: packets and other RPCs go on meanwhile
+        candidate = self._pipeline(request.config)
+        if action == Action.VERIFY:
+            return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+        with self.device.lock:
             if action == Action.VERIFY_AND_SAVE:
                 self.pipeline = candidate
             elif action == Action.VERIFY_AND_COMMIT:

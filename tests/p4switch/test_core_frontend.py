@@ -99,7 +99,8 @@ def test_compile_command_writes_p4info_and_config(tmp_path):
     info = text_format.Parse(info_path.read_text(), p4info_pb2.P4Info())
     assert {t.preamble.name for t in info.tables} == {"MyIngress.ipv4_lpm", "MyIngress.acl",
                                                        "MyEgress.send_frame"}
-    assert json.loads(cfg_path.read_bytes())["format"] == "p4switch-config/1"
+    config = json.loads(cfg_path.read_bytes())
+    assert config["format"] == "p4switch-config/2" and "header ipv4_t" in config["source"]
     # the config alone is enough to run the program
     sw = p4switch.load_config(info, cfg_path.read_bytes())
     assert sw.table_entries("ipv4_lpm") == []
