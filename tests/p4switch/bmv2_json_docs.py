@@ -118,3 +118,52 @@ def call_in_ingress(doc, prims, next_node=None, name="tbl_act"):
 
 def frame(etype=0x1234, payload=b"\x01\x02\x00\x03"):
     return bytes(6) + bytes.fromhex("020000000001") + etype.to_bytes(2, "big") + payload
+
+
+def cpu_loop() -> dict:
+    """bmv2_json_programs/cpu_loop.p4 as p4c-bm2-ss writes it."""
+    doc = base()
+    doc["header_types"] = [
+        {"name": "scalars_0", "id": 0, "fields": []},
+        {"name": "standard_metadata", "id": 1, "fields": STANDARD},
+        {"name": "packet_in_t", "id": 2, "fields": [["port", 9, False], ["_pad", 7, False]]},
+        {"name": "packet_out_t", "id": 3, "fields": [["egress_port", 9, False],
+                                                      ["_pad", 7, False]]},
+        {"name": "ethernet_t", "id": 4, "fields": [["dst", 48, False], ["src", 48, False],
+                                                   ["etype", 16, False]]}]
+    doc["headers"] = [
+        {"name": "scalars", "id": 0, "header_type": "scalars_0", "metadata": True},
+        {"name": "standard_metadata", "id": 1, "header_type": "standard_metadata", "metadata": True},
+        {"name": "packet_out", "id": 2, "header_type": "packet_out_t", "metadata": False},
+        {"name": "packet_in", "id": 3, "header_type": "packet_in_t", "metadata": False},
+        {"name": "ethernet", "id": 4, "header_type": "ethernet_t", "metadata": False}]
+    doc["parsers"][0]["parse_states"] = [
+        {"name": "start", "id": 0, "parser_ops": [],
+         "transition_key": [field("standard_metadata", "ingress_port")],
+         "transitions": [
+             {"type": "hexstr", "value": "0x01fe", "mask": None, "next_state": "parse_packet_out"},
+             {"type": "default", "value": None, "mask": None, "next_state": "parse_ethernet"}]},
+        {"name": "parse_packet_out", "id": 1,
+         "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "packet_out"}]}],
+         "transition_key": [],
+         "transitions": [{"type": "default", "value": None, "mask": None,
+                          "next_state": "parse_ethernet"}]},
+        {"name": "parse_ethernet", "id": 2,
+         "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "ethernet"}]}],
+         "transition_key": [],
+         "transitions": [{"type": "default", "value": None, "mask": None, "next_state": None}]}]
+    doc["deparsers"][0]["order"] = ["packet_in", "ethernet"]
+    doc["actions"] = [
+        {"name": "NoAction", "id": 0, "runtime_data": [], "primitives": []},
+        {"name": "I.send_to_cpu", "id": 1, "runtime_data": [{"name": "port", "bitwidth": 9}],
+         "primitives": [
+             prim("assign", field("standard_metadata", "egress_spec"), hexstr(510)),
+             prim("add_header", {"type": "header", "value": "packet_in"}),
+             prim("assign", field("packet_in", "port"), {"type": "runtime_data", "value": 0}),
+             prim("remove_header", {"type": "header", "value": "packet_out"})]}]
+    doc["pipelines"][0]["tables"] = [table(
+        "I.to_cpu", 0, [{"match_type": "exact", "name": "hdr.ethernet.dst",
+                         "target": ["ethernet", "dst"], "mask": None}],
+        [1, 0], ["I.send_to_cpu", "NoAction"], default=(0, False, []))]
+    doc["pipelines"][0]["init_table"] = "I.to_cpu"
+    return doc
