@@ -55,7 +55,7 @@ def load(p4info, config: bytes, *, backend: str = "python", cpu_port: int | None
     """The Switch (on `backend`) a client's P4Info and device config describe. Raises
     ConfigError naming the field that fails; native.Unsupported when the native backend does
     not run the program."""
-    program, own_info = compiled(config)
+    program, own_info = compiled(config, p4info)
     p4info_check.consistent(p4info)
     p4info_check.matches(p4info, own_info)
     from . import _switch
@@ -67,16 +67,19 @@ def program(config: bytes):
     return compiled(config)[0]
 
 
-def compiled(config: bytes):
+def compiled(config: bytes, p4info=None):
     """(Program, P4Info) of a device config: compiled once per distinct config in this process
-    (a second push of the same pipeline costs a copy), each caller getting its own Program."""
-    key = hashlib.sha256(config).digest()
+    (a second push of the same pipeline costs a copy), each caller getting its own Program.
+    A BMv2 JSON also reads the client's P4Info (controller headers, optional keys, digest
+    field names: what the JSON does not say), so it is part of the key."""
+    extra = p4info.SerializeToString(deterministic=True) if p4info is not None else b""
+    key = hashlib.sha256(config + b"\0" + extra).digest()
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
     if hit is None:
-        hit = _compile(config)
+        hit = _compile(config, p4info)
         with _cache_lock:
             _cache[key] = hit
             while len(_cache) > _CACHE_SIZE:
@@ -89,15 +92,16 @@ _cache: OrderedDict = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def _compile(config: bytes):
+def _compile(config: bytes, client_info=None):
     from . import p4info
     doc = _document(config)
     for recognises, reader in _READERS:
         if recognises(doc):
-            prog = reader(doc)
+            prog = reader(doc, client_info)
             return prog, p4info.build(prog)
     raise ConfigError("p4_device_config", f"not a device config this switch knows: want a JSON "
-                      f"object with \"format\": \"{FORMAT}\" (p4switch compile --config)")
+                      f"object with \"format\": \"{FORMAT}\" (p4switch compile --config), "
+                      "or a BMv2 JSON (p4c-bm2-ss)")
 
 
 def _document(config: bytes) -> dict:
@@ -125,7 +129,7 @@ def _is_p4switch(doc: dict) -> bool:
     return "format" in doc
 
 
-def _read_p4switch(doc: dict):
+def _read_p4switch(doc: dict, client_info=None):
     fmt = doc["format"]
     if fmt in RETIRED:
         raise ConfigError("p4_device_config.format", f"{fmt!r} is no longer accepted "
@@ -159,8 +163,25 @@ def _read_p4switch(doc: dict):
         raise ConfigError("p4_device_config.source", f"{where}: {exc.message}") from None
 
 
-# The forms a switch reads, tried in order: (recognises(document), reader(document) -> Program).
-_READERS = ((_is_p4switch, _read_p4switch),)
+def _is_bmv2_json(doc: dict) -> bool:
+    from . import bmv2json
+    return bmv2json.looks_like(doc)
+
+
+def _read_bmv2_json(doc: dict, client_info=None):
+    """What p4c-bm2-ss writes (and clients push to simple_switch_grpc): translated by
+    p4switch.bmv2json; nothing in it is run but what that translation generates."""
+    from . import bmv2json
+    try:
+        return bmv2json.compile_doc(doc, client_info)
+    except bmv2json.BadJson as exc:
+        field = f"p4_device_config.{exc.path}" if exc.path else "p4_device_config"
+        raise ConfigError(_short(field, 120), exc.message) from None
+
+
+# The forms a switch reads, tried in order: (recognises(document), reader(document, client's
+# P4Info) -> Program).
+_READERS = ((_is_p4switch, _read_p4switch), (_is_bmv2_json, _read_bmv2_json))
 
 
 class _ClientSource(SourceMap):

@@ -92,7 +92,7 @@ def action(doc, name, prims, runtime_data=()):
 
 def table(name, tid, key, action_ids, actions, default=None, next_tables=None, **more):
     t = {"name": name, "id": tid, "key": key, "match_type": more.pop("match_type", "exact"),
-         "type": "simple", "max_size": 64, "with_counters": False, "support_timeout": False,
+         "type": "simple", "max_size": 1024, "with_counters": False, "support_timeout": False,
          "direct_meters": None, "action_ids": action_ids, "actions": actions,
          "base_default_next": None,
          "next_tables": next_tables if next_tables is not None else {a: None for a in actions}}
