@@ -98,7 +98,11 @@ def _compile(config: bytes, client_info=None):
     for recognises, reader in _READERS:
         if recognises(doc):
             prog = reader(doc, client_info)
-            return prog, p4info.build(prog)
+            info = p4info.build(prog)
+            if reader is _read_bmv2_json and client_info is not None:
+                from .bmv2json import p4info_ids
+                p4info_ids.adopt(info, client_info)
+            return prog, info
     raise ConfigError("p4_device_config", f"not a device config this switch knows: want a JSON "
                       f"object with \"format\": \"{FORMAT}\" (p4switch compile --config), "
                       "or a BMv2 JSON (p4c-bm2-ss)")

@@ -3,6 +3,7 @@ arithmetic, both backends, and errors that name the JSON path."""
 from __future__ import annotations
 
 import json
+import pathlib
 import shutil
 
 import pytest
@@ -264,3 +265,30 @@ def test_bmv2_json_not_a_document():
                             b'"pipelines": [], "actions": []}')
     assert bmv2json.is_bmv2_json(json.dumps(base()).encode())
     assert not bmv2json.is_bmv2_json(b'{"format": "p4switch-config/2"}')
+
+
+def test_bmv2_json_device_config_takes_the_clients_p4info_ids():
+    """p4_device_config: a BMv2 JSON with a P4Info whose ids p4c did not derive from names
+    (any ids go, as on simple_switch_grpc); names that are not the JSON's are refused."""
+    from bmv2_json_docs import cpu_loop
+
+    import p4switch
+    from p4switch import device_config
+    info, _ = p4switch.compile_program(str(pathlib.Path(__file__).parent
+                                           / "bmv2_json_programs" / "cpu_loop.p4"))
+    config = json.dumps(cpu_loop()).encode()
+    renumbered = type(info)()
+    renumbered.CopyFrom(info)
+    old_to_new = {}
+    for kind in ("tables", "actions", "controller_packet_metadata"):
+        for k, o in enumerate(getattr(renumbered, kind), 1):
+            old_to_new[o.preamble.id] = (o.preamble.id & 0xff000000) | k
+            o.preamble.id = old_to_new[o.preamble.id]
+    for t in renumbered.tables:
+        for ref in t.action_refs:
+            ref.id = old_to_new[ref.id]
+    sw = device_config.load(renumbered, config)
+    assert "I.to_cpu" in sw.tables
+    renumbered.tables[0].preamble.name = "I.elsewhere"
+    with pytest.raises(device_config.ConfigError, match="'I.to_cpu' .* is missing"):
+        device_config.load(renumbered, config)
