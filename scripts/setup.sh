@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# g++: pip builds cppyy-backend (ns3's dependency) from source; a fresh Debian has no compiler.
+# g++: the simulator's engine (sim/engine.cpp) is compiled on first use; a fresh Debian has none.
 APT_PACKAGES=(mininet bridge-utils iproute2 iputils-ping python3-bpfcc bpfcc-tools bpftool
               linux-headers-amd64 python3-venv python3-dev cpp g++ libbpf1 tcpdump ethtool)
 # What only the host's tests use: chromium (the live view's browser test), tshark (the pcap
@@ -38,7 +38,9 @@ want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
 if [[ ! -f $stamp || "$(cat $stamp)" != "$want" ]]; then
     echo "setup: installing the project into .venv"
     # pip's own chatter goes to a log; it is shown only when the install fails.
-    if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[dev]'; } \
+    # ns3 and cppyy: the simulator no longer uses them; a .venv made before goes without them.
+    if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[dev]' &&
+           .venv/bin/pip uninstall -q -y ns3 cppyy cppyy-backend cppyy-cling CPyCppyy; } \
             > .venv/pip.log 2>&1; then
         cat .venv/pip.log; echo "setup: pip install failed" >&2; exit 1
     fi

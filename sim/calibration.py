@@ -1,4 +1,4 @@
-"""The `make demo` scenario in ns-3, CCT per policy next to the emulation's.
+"""The `make demo` scenario in the simulator, CCT per policy next to the emulation's.
 
 The demo (mininet/demo.py) runs leafspine-2x2 (4 hosts), 512 KiB per rank, links paced at
 16 Mbit/s, MTU 1024, a window of 16 packets per QP, selective repeat, 256-packet queues and a
@@ -63,8 +63,8 @@ def ideal_ms(collective: str, n: int = 4) -> float:
 
 def table(sim_rows: list[dict], emu: dict) -> str:
     sim = {(r["collective"], r["policy"]): r["cct_s"] * 1e3 for r in sim_rows if r["ok"]}
-    head = ["collective", "policy", "ns-3 CCT ms", "emulation CCT ms", "emulation / ns-3",
-            "bandwidth bound ms", "ns-3 vs ecmp", "emulation vs ecmp"]
+    head = ["collective", "policy", "sim CCT ms", "emulation CCT ms", "emulation / sim",
+            "bandwidth bound ms", "sim vs ecmp", "emulation vs ecmp"]
     lines = []
     for demo_name, coll in CASES:
         for policy in POLICIES:

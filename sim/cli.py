@@ -2,6 +2,7 @@
 and a PNG in --out."""
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -73,17 +74,26 @@ def failed_links(topo: Topology, count: int) -> tuple[int, ...]:
 
 @click.group()
 def main() -> None:
-    """The four ideas at paper scale on ns-3 (see sim/README.md)."""
+    """The four ideas at paper scale in the packet-level simulator (see sim/README.md)."""
 
 
-def sweep_options(command):
+def sweep_options(fn):
     """--workers and --scheduler: where a command's independent runs go (sim/sweep.py)."""
-    command = click.option(
+    @functools.wraps(fn)
+    def checked(*a, workers=None, scheduler=None, **kw):
+        if workers is not None and scheduler is not None:
+            raise click.UsageError("--workers and --scheduler exclude each other: the "
+                                   "scheduler's cluster has its own workers")
+        return fn(*a, workers=workers, scheduler=scheduler, **kw)
+
+    checked = click.option(
         "--scheduler", metavar="tcp://HOST:8786",
-        help="Submit the runs to this Dask scheduler instead of starting a local cluster.")(command)
+        help="Submit the runs to this Dask scheduler (its dashboard address is printed).")(checked)
     return click.option(
-        "--workers", type=click.IntRange(0), default=sweep.default_workers(), show_default=True,
-        help="Worker processes of the local Dask cluster (0: every run in this process).")(command)
+        "--workers", type=click.IntRange(0),
+        help="Run on a local Dask cluster of this many processes (0: every run in this "
+             "process) [default: in this process unless the sweep is large enough for a "
+             "cluster to win; sim/sweep.py].")(checked)
 
 
 @main.command()
@@ -142,7 +152,8 @@ def run_cases(topo, cases, link, transport, jsonl: Path, *, workers: int | None 
     wall = time.perf_counter()
     tasks = [sweep.Task(run_case, (topo, algo, size, failed, policy, seed, link, transport),
                         f"{algo} {report.size_text(size)} {policy}"
-                        f"{' failed ' + ','.join(map(str, failed)) if failed else ''} seed {seed}")
+                        f"{' failed ' + ','.join(map(str, failed)) if failed else ''} seed {seed}",
+                        packets(len(topo.hosts), size, transport.mtu, 1 if algo == "all-to-all" else 2))
              for algo, size, failed, policy, seed in cases]
 
     def append(row: dict) -> None:
@@ -244,7 +255,7 @@ def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes,
               default=ROOT / "out" / "sim", show_default=True)
 @sweep_options
 def calibrate(demo_jsonl, out_dir, workers, scheduler):
-    """The `make demo` scenario (leafspine-2x2, 512 KiB per rank, 16 Mbit/s) in ns-3, CCT per
+    """The `make demo` scenario (leafspine-2x2, 512 KiB per rank, 16 Mbit/s) simulated, CCT per
     policy next to the emulation's."""
     topo = load(ROOT / "controller" / "topologies" / "leafspine-2x2.yaml")
     link = LinkSpec(cal.LINK_MBPS / 1e3, 0.0, cal.QUEUE)
@@ -301,7 +312,14 @@ def _per_fabric(run, sizes: list[int], hosts_per_leaf: int, nbytes: int,
                 gbps: float) -> list[sweep.Task]:
     """One task of `run` per fabric size: its non-blocking leaf-spine, `nbytes`, the links."""
     return [sweep.Task(run, (args.leaf_spine_for(n, hosts_per_leaf, "--hosts"), nbytes,
-                             LinkSpec(gbps), Transport()), f"{n} hosts") for n in sizes]
+                             LinkSpec(gbps), Transport()), f"{n} hosts",
+                       packets(n, nbytes, Transport().mtu, 2)) for n in sizes]
+
+
+def packets(hosts: int, size: int, mtu: int, sends_per_byte: int) -> int:
+    """About the data packets a collective sends: each rank sends its `size` bytes
+    `sends_per_byte` times (all-to-all once, the others about twice), in MTU packets."""
+    return hosts * -(-size // mtu) * sends_per_byte
 
 
 def _host_counts(text: str) -> list[int]:

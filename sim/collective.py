@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fabricmodel import ethereal, hashing
-from fabricmodel.topology import Topology, fat_tree
+from fabricmodel.topology import Topology
 from sim.fabric import MODES, LinkSpec, SimFabric, Transport, add_qps
 from sim.workloads import steps as make_steps
 
@@ -105,27 +105,10 @@ class Policy:
             self.fab.add_pin(pin.switch, pin.src_ip, pin.dst_ip, pin.sport, pin.port)
 
 
-_policies_warm = False
-
-
-def _warm_up_policies() -> None:
-    """A whole small run of each policy once per process, before the first run that counts:
-    the planner's pins, Ethereal's re-pick and reading the results are each compiled by cppyy
-    at their first call, which would otherwise land in that run's wall_s."""
-    global _policies_warm
-    _policies_warm = True
-    ft = fat_tree(4)
-    for policy in POLICIES:
-        Run(ft, "all-to-all", 16 * 4096, policy,
-            failed=(ft.uplinks(ft.leaves[0].name)[0].index,)).run()
-
-
 class Run:
     def __init__(self, topo: Topology, algorithm: str, size: int, policy: str, *,
                  link: LinkSpec = DEFAULT_LINK, transport: Transport = DEFAULT_TRANSPORT,
                  failed: tuple[int, ...] = (), seed: int = 0) -> None:
-        if not _policies_warm:
-            _warm_up_policies()
         self.topo, self.algorithm, self.size, self.policy = topo, algorithm, size, policy
         self.seed = seed
         n = len(topo.hosts)

@@ -19,13 +19,12 @@ from __future__ import annotations
 import time
 from collections import defaultdict, deque
 
-import cppyy
-
 from controller.aggregation import AggregationPlanner
 from controller.multicast import MulticastPlanner
 from fabricmodel.ethereal import Flow
 from fabricmodel.topology import Topology
 from sim.collective import Policy
+from sim.engine import MCAST
 from sim.fabric import LinkSpec, SimFabric, Transport, ip_int
 from sim.workloads import steps as make_steps
 from workloads import hierarchy
@@ -264,7 +263,7 @@ class DagRun:
             self.e.add_step(job, h, shard * (len(hosts) - 1))
 
         def arrive(host, step):
-            self.e.raw_send(job, host, 0, gip, cppyy.gbl.mlsim.MCAST, shard,
+            self.e.raw_send(job, host, 0, gip, MCAST, shard,
                             self.fab.transport.mtu, self.fab.link.bps / (len(hosts) - 1))
         return arrive
 

@@ -1,9 +1,9 @@
-// The per-packet half of the simulator, compiled by cppyy at run time after a prelude of the
-// RoCEv2 numbers it shares with the project (sim/fabric.py: PRELUDE, from fabricmodel/rocev2.py).
+// The project's packet-level simulator: a discrete-event engine over picosecond integer time,
+// compiled with the system C++ compiler (sim/engine.py, through nativebuild/) after a prelude of
+// the RoCEv2 numbers it shares with the project (sim/engine.py: PRELUDE, from
+// fabricmodel/rocev2.py), and driven from Python through the C functions at the end (mls_*).
 //
-// Events run on ns-3's simulator. Links are modelled here as ns-3's PointToPointNetDevice and
-// channel behave (a FIFO per sending port, a busy line, a propagation delay; the same events in
-// the same order), on packets that are a pooled header record and a payload size.
+// Links are a FIFO per sending port, a busy line and a propagation delay (store and forward).
 // Switches (leaf/spine/agg/core) forward a packet by a pin entry if one matches, else crc32 over
 // the 5-tuple modulo the ECMP group (as p4src/fabric.p4); they replicate multicast along a
 // tree, aggregate in-network (NetReduce) and mark ECN at egress. Hosts run
@@ -19,6 +19,7 @@
 // node index), a rank enters a job when Python starts it there, and every QP, multicast and
 // aggregation packet carries its job, so the steps of different collectives are counted apart.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -27,10 +28,52 @@
 #include <string>
 #include <vector>
 
-// No fused multiply-add: the same results on every CPU and compiler.
-#pragma clang fp contract(off)
-
 namespace mlsim {
+
+// ---- time: integer picoseconds ---------------------------------------------------------
+// The engine's clock counts picoseconds (at 400 Gb/s a 4 KiB packet takes 83 ns: nanoseconds
+// would skew rates). Python and the transport's rate arithmetic speak seconds as doubles; the
+// two conversions go through a fixed-point number with 64 fractional bits, so that a result
+// recorded once (tests/sim/test_sim_exact.py) is reproduced to the last bit:
+//  - seconds -> ps: the double's fraction is scaled to 64 bits in long double and rounded
+//    (half up), the fixed-point value is multiplied by 10^12 exactly, and the product is
+//    rounded half up to whole picoseconds;
+//  - ps -> seconds: the count is multiplied by the reciprocal of 10^12 in 128-bit fixed point
+//    (rounded up), the product truncated to 64 fractional bits and read in long double.
+namespace clock {
+typedef unsigned __int128 u128;
+constexpr int64_t PS_PER_S = 1000000000000LL;
+constexpr long double TWO64 = 18446744073709551616.0L;
+constexpr u128 RECIPROCAL = ~u128(0) / PS_PER_S + 1;      // ceil(2^128 / 10^12)
+
+inline int64_t ps(double seconds) {
+  if (seconds == 0) return 0;
+  bool neg = seconds < 0;
+  long double v = neg ? -(long double)seconds : (long double)seconds;
+  long double whole;
+  long double frac = std::modf(v, &whole) * TWO64 + 0.5L;
+  u128 fixed = (u128(uint64_t(whole)) << 64) | uint64_t(frac);
+  int64_t t = int64_t((fixed * u128(PS_PER_S) + (u128(1) << 63)) >> 64);
+  return neg ? -t : t;
+}
+
+inline double seconds(int64_t t) {
+  if (t == 0) return 0;
+  bool neg = t < 0;
+  u128 a = neg ? u128(-(t + 1)) + 1 : u128(t);
+  u128 hi = RECIPROCAL >> 64, lo = uint64_t(RECIPROCAL);
+  u128 fixed = a * hi + ((a * lo) >> 64);                  // a * RECIPROCAL / 2^64
+  long double r = (long double)uint64_t(fixed >> 64);
+  r += (long double)uint64_t(fixed) / TWO64;
+  return neg ? -double(r) : double(r);
+}
+
+// The time `bytes` take on a line of `bps` bits per second, rounded half up to picoseconds.
+inline int64_t tx_time(uint64_t bytes, uint64_t bps) {
+  u128 num = u128(bytes) * 8 * PS_PER_S;
+  return int64_t((2 * num + bps) / (2 * u128(bps)));
+}
+}  // namespace clock
 
 enum Flags : uint8_t { ACK = 1, CE = 2, ECE = 4, MCAST = 8, AGG = 16 };
 enum Mode : int { ECMP = 0, SPRAY = 1, REPS = 2, PINNED = 3 };
@@ -170,11 +213,11 @@ class Fabric {
   std::function<void(int)> on_timeout;             // Ethereal re-pick (qp id)
   std::function<void(int)> on_timer;               // a timer Python set (its id)
 
-  // Every link has this rate (an ns-3 DataRate string, "400000000000bps"), propagation delay
-  // (an ns-3 Time string, "500ns") and queue limit in packets.
-  void set_links(const std::string& rate, const std::string& delay, uint32_t queue_packets) {
-    rate_ = ns3::DataRate(rate);
-    delay_ = ns3::Time(delay).GetTimeStep();
+  // Every link has this rate (bits per second), propagation delay (picoseconds) and queue
+  // limit in packets.
+  void set_links(uint64_t rate_bps, int64_t delay_ps, uint32_t queue_packets) {
+    rate_bps_ = rate_bps;
+    delay_ = delay_ps;
     queue_limit_ = queue_packets;
     tx_ticks_.clear();
   }
@@ -219,7 +262,7 @@ class Fabric {
   }
   void start_rank(int job, int rank) { advance(job, rank); }
   // Python's clock: on_timer(id) runs `delay` seconds from now (compute, intra-host copies).
-  void timer(double delay, int id) { schedule(ns3::Seconds(delay), TIMER, id); }
+  void timer(double delay, int id) { schedule_ticks(clock::ps(delay), TIMER, id); }
   void seed(uint32_t s) { rng_.seed(s); }
 
   // ---- the collective ------------------------------------------------------------------
@@ -253,10 +296,11 @@ class Fabric {
   }
 
   // Runs events until none is left or, if until_s >= 0, until that much simulated time has
-  // passed; returns the simulated time then (as ns-3's Simulator::Stop and Run).
+  // passed (events due exactly then still run); returns the simulated time at the end.
   double run(double until_s) {
-    if (until_s >= 0) schedule(ns3::Seconds(until_s), STOP, 0);
-    while (!events_.empty()) {
+    halted_ = false;
+    if (until_s >= 0) schedule_ticks(clock::ps(until_s), STOP, 0);
+    while (!events_.empty() && !halted_) {
       std::pop_heap(events_.begin(), events_.end(), Later());
       Event ev = events_.back();
       events_.pop_back();
@@ -265,7 +309,7 @@ class Fabric {
         lane.pop_front();
         if (!lane.empty()) push_heap(lane.front());
       }
-      if (ev.ts != now_) { now_ = ev.ts; now_s_ = ns3::TimeStep(now_).GetSeconds(); }
+      if (ev.ts != now_) { now_ = ev.ts; now_s_ = clock::seconds(now_); }
       event_count_++;
       if (ev.kind == STOP) break;
       dispatch(ev);
@@ -276,6 +320,8 @@ class Fabric {
   double now_s() const { return now(); }          // the simulated time, in seconds
   // Drops the Python callbacks (they hold the run that holds this engine: a cycle).
   void release() { on_arrive = nullptr; on_done = nullptr; on_timeout = nullptr; on_timer = nullptr; }
+  // Ends `run` after the event under way (a Python callback failed: its error is raised).
+  void halt() { halted_ = true; }
 
   // ---- results -------------------------------------------------------------------------
   double rank_done(int job, int r) const { return jobs_[job].done_at[r]; }
@@ -317,12 +363,12 @@ class Fabric {
     for (uint32_t i = 0; i < n; i++) {
       uint32_t size = std::min<uint64_t>(mtu, bytes - uint64_t(i) * mtu);
       emits_.push_back({host, group, i, size});
-      schedule(ns3::Seconds(at + i * gap), MCAST_EMIT, 0, emits_.size() - 1);
+      schedule_ticks(clock::ps(at + i * gap), MCAST_EMIT, 0, emits_.size() - 1);
     }
   }
-  uint64_t host_rx_bytes(int host) const { return host_rx_[host]; }
-  void set_agg(int sw, uint32_t agg_ip, std::vector<uint32_t> worker_ips, uint32_t group) {
-    AggJob j; j.sw = sw; j.workers = worker_ips.size();
+  uint64_t host_rx_bytes(int host) const { return size_t(host) < host_rx_.size() ? host_rx_[host] : 0; }
+  void set_agg(int sw, uint32_t agg_ip, int workers, uint32_t group) {
+    AggJob j; j.sw = sw; j.workers = workers;
     agg_[agg_ip] = j; agg_group_[agg_ip] = group;
   }
   // Worker `host` sends its `bytes` of gradient to the aggregator address, paced at line rate.
@@ -332,7 +378,7 @@ class Fabric {
     for (uint32_t i = 0; i < n; i++) {
       uint32_t size = std::min<uint64_t>(mtu, bytes - uint64_t(i) * mtu);
       emits_.push_back({host, agg_ip, i, size});
-      schedule(ns3::Seconds(at + i * gap), AGG_EMIT, 0, emits_.size() - 1);
+      schedule_ticks(clock::ps(at + i * gap), AGG_EMIT, 0, emits_.size() - 1);
     }
   }
   double last_rx_at() const { return last_rx_at_; }
@@ -359,10 +405,9 @@ class Fabric {
     double pending_at = 0;
     uint64_t ev = 0;               // the uid of the pending pump (others were cancelled)
   };
-  // One direction of a cable: the sending port's FIFO and line, as ns-3's PointToPointNetDevice
-  // (a packet starts when the line is free, the line is busy for its wire time, it arrives
-  // `delay_` after its last bit), with the same two events per packet scheduled in the same
-  // order: so the same simulated results, without Packet, PPP header, tags or trace sources.
+  // One direction of a cable: the sending port's FIFO and line (a packet starts when the line
+  // is free, the line is busy for its wire time, the packet arrives `delay_` after its last
+  // bit): two events per packet, the end of transmission, then the arrival.
   struct Link {
     int node = -1, port = -1, peer = -1;     // peer: the Link of the other end
     bool failed = false, busy = false;
@@ -372,11 +417,11 @@ class Fabric {
   };
 
   double now() const { return now_s_; }
-  // ---- events: ns-3's order (timestamp, then the order they were scheduled in) -------------
+  // ---- events, in the order (timestamp, then the order they were scheduled in) -----------
   enum Kind : uint8_t { TX_DONE, DELIVER, PUMP, ADVANCE, CC_TICK, TIMEOUT, MCAST_EMIT, AGG_EMIT,
                         TIMER, STOP };
   struct Event {
-    int64_t ts;                      // picoseconds (ns-3's time steps at resolution PS)
+    int64_t ts;                      // picoseconds
     uint64_t uid;
     int32_t a;
     uint32_t b;
@@ -403,9 +448,6 @@ class Fabric {
     push_heap({now_ + delay, next_uid_, a, b, kind, -1});
     return next_uid_++;
   }
-  uint64_t schedule(const ns3::Time& delay, Kind kind, int32_t a, uint32_t b = 0) {
-    return schedule_ticks(delay.GetTimeStep(), kind, a, b);
-  }
   // schedule_ticks for an event whose delay recurs (see Lane).
   uint64_t schedule_lane(int64_t delay, Kind kind, int32_t a, uint32_t b = 0) {
     int k = lane_of(delay);
@@ -415,9 +457,6 @@ class Fabric {
     if (lane.empty()) push_heap(ev);
     lane.push_back(ev);
     return next_uid_++;
-  }
-  uint64_t schedule_lane(const ns3::Time& delay, Kind kind, int32_t a, uint32_t b = 0) {
-    return schedule_lane(delay.GetTimeStep(), kind, a, b);
   }
   int lane_of(int64_t delay) {
     for (size_t k = 0; k < lanes_.size(); k++)
@@ -470,10 +509,10 @@ class Fabric {
   }
   void free_packet(uint32_t id) { free_.push_back(id); }
 
-  // ns-3's DataRate::CalculateBytesTxTime, once per packet size.
+  // A packet's time on the line, once per packet size.
   int64_t tx_ticks(uint32_t wire) {
     if (wire >= tx_ticks_.size()) tx_ticks_.resize(wire + 1, -1);
-    if (tx_ticks_[wire] < 0) tx_ticks_[wire] = rate_.CalculateBytesTxTime(wire).GetTimeStep();
+    if (tx_ticks_[wire] < 0) tx_ticks_[wire] = clock::tx_time(wire, rate_bps_);
     return tx_ticks_[wire];
   }
 
@@ -489,7 +528,7 @@ class Fabric {
     l.queue_bytes += wire;
   }
 
-  // As PointToPointNetDevice::TransmitStart: first the end of transmission, then the arrival.
+  // First the end of transmission, then the arrival (at the same time, the end runs first).
   void transmit_start(Link& l, uint32_t p) {
     l.busy = true;
     int64_t tx = tx_ticks(WIRE_HEADER + pool_[p].size);
@@ -667,7 +706,7 @@ class Fabric {
     q.increase_rounds = 0;
     if (!q.cc_armed) {
       q.cc_armed = true;
-      schedule_lane(ns3::Seconds(cc_period), CC_TICK, q.id);
+      schedule_lane(clock::ps(cc_period), CC_TICK, q.id);
     }
   }
 
@@ -680,7 +719,7 @@ class Fabric {
     if (++q.increase_rounds > 5) q.target = std::min(line_bps, q.target + line_bps * ai_frac);
     q.rate = std::min(line_bps, (q.rate + q.target) / 2);
     if (q.rate >= line_bps && q.alpha < 1e-3) { q.cc_armed = false; return; }
-    schedule_lane(ns3::Seconds(cc_period), CC_TICK, id);
+    schedule_lane(clock::ps(cc_period), CC_TICK, id);
   }
 
   uint16_t pick_ev(Qp& q) {
@@ -734,7 +773,7 @@ class Fabric {
     at = std::max(at, n.busy_until);
     if (n.pending && n.pending_at <= at) return;
     n.pending = true; n.pending_at = at;   // a pump scheduled before is cancelled by this one
-    n.ev = schedule(ns3::Seconds(std::max(0.0, at - now())), PUMP, host);
+    n.ev = schedule_ticks(clock::ps(std::max(0.0, at - now())), PUMP, host);
   }
 
   uint32_t transmit(int host, Qp& q) {
@@ -762,7 +801,7 @@ class Fabric {
     send_on(host, 0, new_packet(h, size), true);
     if (!q.timer_armed) {
       q.timer_armed = true;
-      schedule_lane(ns3::Seconds(rto), TIMEOUT, q.id);
+      schedule_lane(clock::ps(rto), TIMEOUT, q.id);
     }
     return size;
   }
@@ -810,8 +849,8 @@ class Fabric {
     }
     if (fired || oldest >= 0) {
       q.timer_armed = true;
-      if (fired) schedule_lane(ns3::Seconds(rto), TIMEOUT, id);
-      else schedule(ns3::Seconds(std::max(1e-9, oldest + rto - t)), TIMEOUT, id);
+      if (fired) schedule_lane(clock::ps(rto), TIMEOUT, id);
+      else schedule_ticks(clock::ps(std::max(1e-9, oldest + rto - t)), TIMEOUT, id);
     }
   }
 
@@ -849,7 +888,7 @@ class Fabric {
   std::vector<bool> is_host_;
   std::vector<std::vector<int>> ports_;     // node, port -> index in links_
   std::vector<Link> links_;
-  ns3::DataRate rate_{400000000000ULL};
+  uint64_t rate_bps_ = 400000000000ULL;
   int64_t delay_ = 0;
   uint32_t queue_limit_ = 100000;
   std::vector<int64_t> tx_ticks_;           // wire bytes -> transmission time
@@ -859,6 +898,7 @@ class Fabric {
   std::vector<Lane> lanes_;
   int64_t now_ = 0;
   double now_s_ = 0;                        // now_ in seconds
+  bool halted_ = false;
   uint64_t next_uid_ = 0, event_count_ = 0;
   std::vector<Emit> emits_;
   std::vector<std::vector<std::vector<int>>> groups_;     // switch, destination leaf -> ports
@@ -879,3 +919,133 @@ class Fabric {
 };
 
 }  // namespace mlsim
+
+// ---- the C interface (sim/engine.py loads it with ctypes) --------------------------------
+// One function per engine call; configuration and counters by name (mls_set, mls_get), each
+// returning -1 for a name the engine does not have.
+namespace {
+using mlsim::Fabric;
+
+struct Field { const char* name; double Fabric::*d; uint32_t Fabric::*u32; uint64_t Fabric::*u64;
+               bool Fabric::*b; bool settable; };
+const Field FIELDS[] = {
+    {"line_bps", &Fabric::line_bps, nullptr, nullptr, nullptr, true},
+    {"rto", &Fabric::rto, nullptr, nullptr, nullptr, true},
+    {"ecn_pmax", &Fabric::ecn_pmax, nullptr, nullptr, nullptr, true},
+    {"ecn_kmin", nullptr, &Fabric::ecn_kmin, nullptr, nullptr, true},
+    {"ecn_kmax", nullptr, &Fabric::ecn_kmax, nullptr, nullptr, true},
+    {"window", nullptr, &Fabric::window, nullptr, nullptr, true},
+    {"reps_cache", nullptr, &Fabric::reps_cache, nullptr, nullptr, true},
+    {"cc", nullptr, nullptr, nullptr, &Fabric::cc, true},
+    {"max_queue_bytes", nullptr, &Fabric::max_queue_bytes, nullptr, nullptr, false},
+    {"dropped", nullptr, nullptr, &Fabric::dropped, nullptr, false},
+    {"marked", nullptr, nullptr, &Fabric::marked, nullptr, false},
+    {"timeouts", nullptr, nullptr, &Fabric::timeouts, nullptr, false},
+    {"retransmitted", nullptr, nullptr, &Fabric::retransmitted, nullptr, false},
+    {"packets_sent", nullptr, nullptr, &Fabric::packets_sent, nullptr, false},
+    {"duplicates", nullptr, nullptr, &Fabric::duplicates, nullptr, false},
+    {"mcast_copies", nullptr, nullptr, &Fabric::mcast_copies, nullptr, false},
+    {"agg_results", nullptr, nullptr, &Fabric::agg_results, nullptr, false},
+};
+const Field* field(const char* name) {
+  for (const Field& f : FIELDS)
+    if (std::string(f.name) == name) return &f;
+  return nullptr;
+}
+}  // namespace
+
+extern "C" {
+typedef void (*mls_cb3)(int, int, int);
+typedef void (*mls_cb2)(int, int);
+typedef void (*mls_cb1)(int);
+
+Fabric* mls_new() { return new Fabric(); }
+void mls_free(Fabric* e) { delete e; }
+int mls_set(Fabric* e, const char* name, double v) {
+  const Field* f = field(name);
+  if (!f || !f->settable) return -1;
+  if (f->d) e->*(f->d) = v;
+  else if (f->u32) e->*(f->u32) = uint32_t(v);
+  else if (f->u64) e->*(f->u64) = uint64_t(v);
+  else e->*(f->b) = v != 0;
+  return 0;
+}
+int mls_get(const Fabric* e, const char* name, double* out) {
+  const Field* f = field(name);
+  if (!f) return -1;
+  if (f->d) *out = e->*(f->d);
+  else if (f->u32) *out = e->*(f->u32);
+  else if (f->u64) *out = double(e->*(f->u64));
+  else *out = e->*(f->b);
+  return 0;
+}
+void mls_on_arrive(Fabric* e, mls_cb3 f) { e->on_arrive = f ? std::function<void(int, int, int)>(f) : nullptr; }
+void mls_on_done(Fabric* e, mls_cb2 f) { e->on_done = f ? std::function<void(int, int)>(f) : nullptr; }
+void mls_on_timeout(Fabric* e, mls_cb1 f) { e->on_timeout = f ? std::function<void(int)>(f) : nullptr; }
+void mls_on_timer(Fabric* e, mls_cb1 f) { e->on_timer = f ? std::function<void(int)>(f) : nullptr; }
+void mls_halt(Fabric* e) { e->halt(); }
+
+void mls_set_links(Fabric* e, uint64_t bps, int64_t delay_ps, uint32_t queue) { e->set_links(bps, delay_ps, queue); }
+int mls_add_node(Fabric* e, int is_host, uint32_t ip) { return e->add_node(is_host, ip); }
+void mls_connect(Fabric* e, int a, int ap, int b, int bp) { e->connect(a, ap, b, bp); }
+void mls_set_group(Fabric* e, int sw, int leaf, const int* ports, int n) {
+  e->set_group(sw, leaf, std::vector<int>(ports, ports + n));
+}
+void mls_set_host_port(Fabric* e, int leaf, uint32_t ip, int port) { e->set_host_port(leaf, ip, port); }
+void mls_add_pin(Fabric* e, int sw, uint32_t src, uint32_t dst, uint16_t sport, int port) {
+  e->add_pin(sw, src, dst, sport, port);
+}
+void mls_fail_port(Fabric* e, int node, int port) { e->fail_port(node, port); }
+void mls_seed(Fabric* e, uint32_t s) { e->seed(s); }
+
+int mls_add_job(Fabric* e) { return e->add_job(); }
+void mls_add_step(Fabric* e, int job, int rank, uint64_t expect) { e->add_step(job, rank, expect); }
+void mls_start_rank(Fabric* e, int job, int rank) { e->start_rank(job, rank); }
+void mls_timer(Fabric* e, double delay, int id) { e->timer(delay, id); }
+int mls_add_qp(Fabric* e, int job, int src, int dst, int step, uint64_t bytes, uint32_t mtu,
+               uint16_t sport, int mode) {
+  return e->add_qp(job, src, dst, step, bytes, mtu, sport, mode);
+}
+void mls_add_qps(Fabric* e, int job, int src, int step, int n, const int64_t* dsts,
+                 const int64_t* bytes, uint32_t mtu, const int64_t* sports, const int64_t* modes,
+                 int nmodes) {
+  e->add_qps(job, src, step, n, dsts, bytes, mtu, sports, modes, nmodes);
+}
+void mls_repath(Fabric* e, int qp, uint16_t sport) { e->repath(qp, sport); }
+double mls_run(Fabric* e, double until_s) { return e->run(until_s); }
+uint64_t mls_events(const Fabric* e) { return e->events(); }
+double mls_now_s(const Fabric* e) { return e->now_s(); }
+
+double mls_rank_done(const Fabric* e, int job, int rank) { return e->rank_done(job, rank); }
+int mls_qp_count(const Fabric* e) { return e->qp_count(); }
+double mls_qp_started(const Fabric* e, int q) { return e->qp_started(q); }
+double mls_qp_finished(const Fabric* e, int q) { return e->qp_finished(q); }
+uint64_t mls_qp_received(const Fabric* e, int q) { return e->qp_received(q); }
+uint64_t mls_tx(const Fabric* e, int node, int port) { return e->tx(node, port); }
+uint64_t mls_tx_data(const Fabric* e, int node, int port) { return e->tx_data(node, port); }
+
+void mls_add_mcast(Fabric* e, uint32_t group, int sw, const int* ports, int n) {
+  e->add_mcast(group, sw, std::vector<int>(ports, ports + n));
+}
+void mls_raw_send(Fabric* e, int job, int host, int step, uint32_t dst, uint8_t flags,
+                  uint64_t bytes, uint32_t mtu, double rate_bps) {
+  e->raw_send(job, host, step, dst, flags, bytes, mtu, rate_bps);
+}
+void mls_mcast_send(Fabric* e, int host, uint32_t group, uint64_t bytes, uint32_t mtu, double at) {
+  e->mcast_send(host, group, bytes, mtu, at);
+}
+uint64_t mls_host_rx_bytes(const Fabric* e, int host) { return e->host_rx_bytes(host); }
+void mls_set_agg(Fabric* e, int sw, uint32_t agg_ip, int workers, uint32_t group) {
+  e->set_agg(sw, agg_ip, workers, group);
+}
+void mls_agg_send(Fabric* e, int host, uint32_t agg_ip, uint64_t bytes, uint32_t mtu, double at) {
+  e->agg_send(host, agg_ip, bytes, mtu, at);
+}
+double mls_last_rx_at(const Fabric* e) { return e->last_rx_at(); }
+int mls_route_of(Fabric* e, int sw, uint32_t src, uint32_t dst, uint8_t proto, uint16_t sport,
+                 uint16_t dport) {
+  return e->route_of(sw, src, dst, proto, sport, dport);
+}
+double mls_seconds(int64_t ps) { return mlsim::clock::seconds(ps); }
+int64_t mls_ps(double s) { return mlsim::clock::ps(s); }
+}

@@ -1,11 +1,16 @@
-"""Independent simulations as tasks on a Dask cluster: a local one of `workers` processes, or
-an existing one at `scheduler` (`dask-scheduler` + `dask-worker`, or dask-jobqueue on Slurm;
-sim/README.md). Every run is seeded and shares nothing with the others, so the rows are
-those of a serial run, in task order. A task that fails is reported with its parameters and
-the others still run.
+"""Independent simulations as tasks: one after another in this process, or on a Dask cluster
+(a local one of `workers` processes, or an existing one at `scheduler`: `dask-scheduler` +
+`dask-worker`, or dask-jobqueue on Slurm; sim/README.md). Every run is seeded and shares
+nothing with the others, so the rows are those of a serial run, in task order. A task that
+fails is reported with its parameters and the others still run.
 
-A worker compiles the engine once (sim.fabric.ns3) and then runs the tasks it is given.
-`workers=0` runs every task in this process, one after another (no Dask).
+Where the runs go (`plan`): `workers=0` in this process; `workers=N` a local cluster of N;
+`scheduler` that cluster; neither (the default) in this process unless the sweep is large
+enough for a local cluster to win: at least 2 runs, 2 CPUs and `DASK_AT_PACKETS` packets in
+all (a task's `packets`, the data packets its run sends). A local cluster costs about 3 s to
+start and each worker's first run about 0.1 s to load the engine's cached build (built here
+before the cluster starts); one core simulates about a million packets in 2-3 s, so below
+that size the serial run finishes first.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ class Task:
     fn: Callable
     args: tuple
     label: str
+    packets: int = 0          # the data packets it sends (its size, for `plan`)
 
 
 @dataclass
@@ -32,17 +38,38 @@ class Outcome:
     failures: list[tuple[Task, str]] = field(default_factory=list)
 
 
+DASK_AT_PACKETS = 4_000_000
+
+
 def default_workers() -> int:
     return os.cpu_count() or 1
 
 
+def plan(tasks: list[Task], workers: int | None, scheduler: str | None) -> int | None:
+    """The local workers to start (0: run in this process; None: use `scheduler`)."""
+    if scheduler is not None:
+        if workers is not None:
+            raise ValueError("--workers and --scheduler exclude each other: the scheduler's "
+                             "cluster has its own workers")
+        return None
+    if workers is not None:
+        return workers
+    cpus = default_workers()
+    if len(tasks) >= 2 and cpus >= 2 and sum(t.packets for t in tasks) >= DASK_AT_PACKETS:
+        return min(cpus, len(tasks))
+    return 0
+
+
 def run(tasks: list[Task], *, workers: int | None = None, scheduler: str | None = None,
-        desc: str = "sim", on_row: Callable[[dict], None] | None = None) -> Outcome:
-    """Run every task; `on_row` sees each row as its task completes (any order)."""
+        desc: str = "sim", on_row: Callable[[dict], None] | None = None,
+        say: Callable[[str], None] = tqdm.write) -> Outcome:
+    """Run every task where `plan` puts them; `on_row` sees each row as its task completes
+    (any order); `say` gets the cluster's dashboard address."""
+    local = plan(tasks, workers, scheduler)
     results: dict[int, list[dict]] = {}
     failures: dict[int, str] = {}
     with tqdm(total=len(tasks), unit="run", desc=desc, dynamic_ncols=True) as bar:
-        for i, rows, error in _execute(tasks, workers, scheduler):
+        for i, rows, error in _execute(tasks, local, scheduler, say):
             if error is None:
                 results[i] = rows
                 for row in rows:
@@ -67,8 +94,8 @@ def _call(task: Task) -> list[dict]:
     return got if isinstance(got, list) else [got]
 
 
-def _execute(tasks: list[Task], workers: int | None, scheduler: str | None
-             ) -> Iterable[tuple[int, list[dict] | None, str | None]]:
+def _execute(tasks: list[Task], workers: int | None, scheduler: str | None,
+             say: Callable[[str], None]) -> Iterable[tuple[int, list[dict] | None, str | None]]:
     if scheduler is None and workers == 0:
         for i, task in enumerate(tasks):
             try:
@@ -78,14 +105,18 @@ def _execute(tasks: list[Task], workers: int | None, scheduler: str | None
         return
     from dask.distributed import Client, LocalCluster, as_completed
 
+    from .engine import library
+
+    library()        # built here once, so that local workers only load the cached build
     cluster = None
     if scheduler is None:
         # loopback only, any free ports: scheduler, workers and dashboard
-        cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
-                               processes=True, host="127.0.0.1", scheduler_port=0,
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               host="127.0.0.1", scheduler_port=0,
                                dashboard_address="127.0.0.1:0")
     try:
         with Client(cluster if cluster is not None else scheduler) as client:
+            say(f"sim: Dask dashboard at {client.dashboard_link}")
             futures = {client.submit(_call, task, key=f"sim-{i}-{os.getpid()}", pure=False): i
                        for i, task in enumerate(tasks)}
             for future in as_completed(futures):

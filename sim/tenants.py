@@ -1,5 +1,5 @@
 """Several jobs on one fabric, packet by packet: vClos's claim (tenants collide in ECMP) at the
-scale of the papers, in one ns-3 run per case.
+scale of the papers, in one simulated run per case.
 
 Each job is a collective (sim.workloads) on its own hosts. Every job runs alone, then all of
 them at once (the engine's jobs: each has its own steps per host, all start at t = 0), on the

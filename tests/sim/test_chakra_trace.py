@@ -1,4 +1,4 @@
-"""A Chakra trace set written by the project runs on ns-3 to the same iteration time as the DAG
+"""A Chakra trace set written by the project runs in the simulator to the same iteration time as the DAG
 it came from; `python -m sim trace` runs it, and refuses a malformed one naming file and node."""
 from __future__ import annotations
 

@@ -10,17 +10,12 @@ from click.testing import CliRunner
 
 from fabricmodel.topology import leaf_spine
 from sim.cli import main
-from sim.fabric import LinkSpec, ns3
+from sim.fabric import LinkSpec
 from sim.tenants import compare, place, slice_pins, unaware_placement
 
 TOPO = leaf_spine(4, 4, 4)
 LINK = LinkSpec(gbps=100, delay_ns=500)
 SIZE = 256 << 10
-
-
-@pytest.fixture(scope="module", autouse=True)
-def engine():
-    ns3()
 
 
 @pytest.mark.parametrize("scheme", ["vclos", "vclos-ethereal"])

@@ -9,15 +9,10 @@ import pytest
 from fabricmodel import ethereal, hashing, steps
 from fabricmodel.topology import fat_tree, leaf_spine
 from sim.collective import Run
-from sim.fabric import HEADER_BYTES, LinkSpec, SimFabric, Transport, ip_int, ns3
+from sim.fabric import HEADER_BYTES, LinkSpec, SimFabric, Transport, ip_int
 from sim.ideas import multicast_allgather, netreduce
 
 LINK = LinkSpec(gbps=100, delay_ns=500)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def engine():
-    ns3()                      # import ns-3 and compile the engine once for the module
 
 
 def test_single_flow_reaches_line_rate():

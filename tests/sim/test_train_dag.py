@@ -1,4 +1,4 @@
-"""Training DAGs on ns-3 (sim/dag_run.py): overlap, serialisation and dependencies hold in the
+"""Training DAGs in the simulator (sim/dag_run.py): overlap, serialisation and dependencies hold in the
 packet simulation, several collectives run at once, and each all-reduce algorithm on
 multi-GPU hosts sends the bytes per NIC that `workloads.hierarchy` says."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from fabricmodel.topology import leaf_spine
 from sim.dag_run import DagRun
-from sim.fabric import LinkSpec, ns3
+from sim.fabric import LinkSpec
 from workloads import hierarchy
 from workloads.dag import COLLECTIVE, COMPUTE, Op, Workload
 from workloads.generators import data_parallel
@@ -15,11 +15,6 @@ from workloads.models import Cluster
 
 LINK = LinkSpec(gbps=100, delay_ns=500)
 SIZE = 8 << 20
-
-
-@pytest.fixture(scope="module", autouse=True)
-def engine():
-    ns3()
 
 
 def _ar(i, stream, deps=(), group=(0, 1)):
@@ -31,7 +26,7 @@ def _run(ops_per_rank, gpus_per_host=1, **kw):
     return DagRun(wl, leaf_spine(2, 2, 1), link=LINK, **kw).run()
 
 
-def test_train_dag_overlap_serialise_and_wait_on_ns3():
+def test_train_dag_overlap_serialise_and_wait_in_the_engine():
     comm = _run([[_ar(0, "comm")]] * 2)["iteration_s"]
     long = 3 * comm
     compute = Op(1, "c", COMPUTE, "compute", duration_s=long)

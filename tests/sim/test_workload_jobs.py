@@ -1,19 +1,14 @@
-"""Several collectives in one ns-3 run: the engine's jobs (each with its own steps per rank,
+"""Several collectives in one simulated run: the engine's jobs (each with its own steps per rank,
 started per rank, a completion callback per rank) and its timer."""
 from __future__ import annotations
 
 import pytest
 
 from fabricmodel.topology import leaf_spine
-from sim.fabric import HEADER_BYTES, LinkSpec, SimFabric, Transport, ns3
+from sim.fabric import HEADER_BYTES, LinkSpec, SimFabric, Transport
 
 LINK = LinkSpec(gbps=100, delay_ns=500)
 SIZE = 4 << 20
-
-
-@pytest.fixture(scope="module", autouse=True)
-def engine():
-    ns3()
 
 
 def _one_flow_job(e, src: int, dst: int, size: int) -> int:
