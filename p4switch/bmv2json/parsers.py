@@ -8,14 +8,24 @@ from .names import Namer, p4_string
 
 class Parsers:
     def read_value_sets(self, root: J):
-        self.vsets: dict[str, tuple[str, int]] = {}
+        self.vsets: dict[str, tuple[str, int, J]] = {}
         for v in root.get("parse_vsets", []).items():
             name = v["name"].str()
             p4 = self.namer(name, "vs_")
-            self.vsets[name] = (p4, v["compressed_bitwidth"].int(1, 64))
-            size = v.get("max_size", 4).int(1)
-            self.vset_decls.append(f"    @name({p4_string('.' + name)}) value_set<bit<"
-                                   f"{self.vsets[name][1]}>>({size}) {p4};")
+            self.vsets[name] = (p4, v["compressed_bitwidth"].int(1, 64), v)
+        self.vset_declared: set[str] = set()
+
+    def declare_vset(self, name: str, width: int, where: J) -> str:
+        """The value set's declaration, typed by the key it is matched on."""
+        p4, bits, v = self.vsets[name]
+        if width != bits:
+            where.fail(f"value set {name!r} holds {bits}-bit values, the key has {width} bits")
+        if name not in self.vset_declared:
+            self.vset_declared.add(name)
+            size = self.p4info_vset_sizes.get(name) or v.get("max_size", 64).int(1)
+            self.vset_decls.append(f"    @name({p4_string('.' + name)}) value_set<bit<{width}>>"
+                                   f"({size}) {p4};")
+        return p4
 
     def parser(self, root: J) -> list[str]:
         parsers = root.get("parsers", []).items()
@@ -35,15 +45,14 @@ class Parsers:
             self.state_names[n] = "start" if n == init else names(n, "s_")
         if init not in self.state_names:
             p["init_state"].fail(f"no parse state is named {init!r}")
+        self.in_parser = True
+        body = []
+        for s in states:
+            body += ["    " + x for x in self.state(s)]
+        self.in_parser = False
         out = ["parser ParserImpl(packet_in packet, out headers_t hdr, inout meta_t meta, "
                "inout standard_metadata_t standard_metadata) {"]
-        out += self.vset_decls
-        self.in_parser = True
-        for s in states:
-            out += ["    " + x for x in self.state(s)]
-        self.in_parser = False
-        out.append("}")
-        return out
+        return out + self.vset_decls + body + ["}"]
 
     def state(self, s: J) -> list[str]:
         out = [f"state {self.state_names[s['name'].value]} {{"]
@@ -142,11 +151,12 @@ class Parsers:
                 if name not in self.vsets:
                     t["value"].fail(f"unknown parse value set {name!r}")
                 if len(keys) != 1:
-                    t.fail("p4switch matches a value set on a one-field key only")
-                full = (1 << widths[0]) - 1
-                if mask is not None and mask & full != full:
+                    t.fail("p4switch matches a value set on a one-field key only (its compiler "
+                           "does not run a value_set of a struct in a select of several keys)")
+                if mask is not None and any(m != (1 << w) - 1 for m, w in
+                                            zip(_split(mask, widths), widths, strict=True)):
                     t["mask"].fail("p4switch does not mask value set matches")
-                cases.append((self.vsets[name][0], target))
+                cases.append((self.declare_vset(name, widths[0], t), target))
                 continue
             if kind != "hexstr":
                 t["type"].fail(f"unknown transition type {kind!r}")
@@ -166,7 +176,7 @@ class Parsers:
             return self.pre + [f"transition {target};"]
         if not has_default:
             cases.append(("default", "accept"))     # BMv2: no match ends parsing, no error
-        sel = codes[0] if len(codes) == 1 else f"{', '.join(codes)}"
+        sel = ", ".join(codes)
         out = self.pre + [f"transition select({sel}) {{"]
         out += [f"    {label}: {target};" for label, target in cases]
         out.append("}")

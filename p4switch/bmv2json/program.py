@@ -31,7 +31,9 @@ class Translator(Headers, Exprs, Primitives, Externs, Parsers, Pipelines):
         self.controller = {}
         self.p4info_optional: set[tuple[str, str]] = set()   # (table, key) P4Info says optional
         self.p4info_structs: dict[str, list[str]] = {}
+        self.p4info_vset_sizes: dict[str, int] = {}
         if p4info is not None:
+            self.p4info_vset_sizes = {v.preamble.name: v.size for v in p4info.value_sets}
             from p4.config.v1 import p4info_pb2
             optional = p4info_pb2.MatchField.OPTIONAL
             self.p4info_optional = {(t.preamble.name, m.name) for t in p4info.tables
