@@ -309,16 +309,22 @@ class Pipelines:
         return ["const entries = {"] + [f"    {r}" for _, r in rows] + ["}"]
 
     # ------------------------------------------------------------------ the node graph
+    def _next(self, ref: J):
+        name = ref.opt_str()
+        if name is not END and name not in self.nodes:
+            ref.fail(f"no table, conditional or action call is named {name!r}")
+        return name
+
     def succs(self, name) -> list:
         kind, n = self.nodes[name]
         if kind == "conditionals":
-            return [n.get("true_next").opt_str(), n.get("false_next").opt_str()]
+            return [self._next(n.get("true_next")), self._next(n.get("false_next"))]
         if kind == "action_calls":
-            return [n.get("next_node").opt_str()]
+            return [self._next(n.get("next_node"))]
         nt = n.get("next_tables", {})
         nt.obj()
-        out = [J(v, f"{nt.path}.{k}").opt_str() for k, v in nt.value.items()]
-        base = n.get("base_default_next").opt_str()
+        out = [self._next(J(v, f"{nt.path}.{k}")) for k, v in nt.value.items()]
+        base = self._next(n.get("base_default_next"))
         return out + [base] if not out or len(nt.value) < len(self.table_action_ids(n)) else out
 
     def pdom(self, name) -> frozenset:
@@ -327,8 +333,6 @@ class Pipelines:
             return frozenset([END])
         if name in self.pdoms:
             return self.pdoms[name]
-        if name not in self.nodes:
-            raise KeyError(name)
         if name in self.visiting:
             self.nodes[name][1].fail("the pipeline's next-node graph has a cycle")
         self.visiting.add(name)
@@ -343,16 +347,10 @@ class Pipelines:
         return max(cands, key=lambda c: len(self.pdom(c)) if c is not END else 0) \
             if len(cands) > 1 else next(iter(cands))
 
-    def check_node(self, name, where: J):
-        if name is not END and name not in self.nodes:
-            where.fail(f"no table, conditional or action call is named {name!r}")
-
     def emit(self, name, stop) -> list[str]:
         out = []
         while name is not END and name != stop:
             kind, n = self.nodes[name]
-            for s in self.succs(name):
-                self.check_node(s, n)
             join = self.ipdom(name)
             out.append(f"// json: {n.path}")
             if kind == "conditionals":

@@ -292,3 +292,45 @@ def test_bmv2_json_device_config_takes_the_clients_p4info_ids():
     renumbered.tables[0].preamble.name = "I.elsewhere"
     with pytest.raises(device_config.ConfigError, match="'I.to_cpu' .* is missing"):
         device_config.load(renumbered, config)
+
+
+def _paths(o, p=()):
+    yield p
+    if isinstance(o, dict):
+        for k, v in o.items():
+            yield from _paths(v, p + (k,))
+    elif isinstance(o, list):
+        for i, v in enumerate(o):
+            yield from _paths(v, p + (i,))
+
+
+def test_bmv2_json_mutated_documents_get_badjson_only():
+    """Documents with a value replaced or removed anywhere: read, or refused with BadJson (a
+    client's p4_device_config is data; no other exception may escape the reader)."""
+    import copy
+    import random
+
+    from bmv2_json_docs import cpu_loop
+
+    from p4switch.bmv2json import program
+    rng = random.Random(3)
+    values = [None, 0, -1, 2**40, "", "0x", "0xzz", [], {}, [1], True, 1.5, "scalars",
+              ["a", "b"], {"type": "field", "value": ["a"]}, {"op": "+"}]
+    seeds = [cpu_loop(), base()]
+    refused = 0
+    for _ in range(400):
+        doc = copy.deepcopy(rng.choice(seeds))
+        where = rng.choice(list(_paths(doc))[1:])
+        parent = doc
+        for k in where[:-1]:
+            parent = parent[k]
+        if rng.random() < 0.75:
+            parent[where[-1]] = rng.choice(values)
+        else:
+            del parent[where[-1]]
+        try:
+            program.to_p4(doc)
+        except bmv2json.BadJson as exc:
+            refused += 1
+            assert exc.message
+    assert refused > 100
