@@ -3,6 +3,7 @@ Write batch's per-update errors as the spec wants them (UNKNOWN + p4.v1.Error de
 from __future__ import annotations
 
 import grpc
+from google.protobuf import any_pb2
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2
 
@@ -55,18 +56,43 @@ def canonical_code(code: grpc.StatusCode) -> int:
     return code.value[0]
 
 
+# gRPC refuses a response whose metadata exceeds the client's limit (8 KiB by default) as
+# RESOURCE_EXHAUSTED, losing every detail: the batch status stays well under it (it travels
+# base64-encoded), and each message is cut to a readable length.
+DETAILS_BUDGET = 4096
+DETAIL_MESSAGE_LIMIT = 200
+MESSAGE_LIMIT = 1024
+
+
+def fit(message: str, limit: int = MESSAGE_LIMIT) -> str:
+    """`message`, cut to `limit` characters with the count of the rest (a request can make an
+    error echo a megabyte)."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}... ({len(message) - limit} more characters)"
+
+
 def batch_status(results: list[P4RuntimeError | None]) -> status_pb2.Status:
     """google.rpc.Status for a Write batch in which at least one update failed: code UNKNOWN,
-    one p4.v1.Error per update in order (OK for those that succeeded)."""
+    one p4.v1.Error per update in order (OK for those that succeeded), as many as fit in the
+    metadata budget; the message counts the failures and the updates left unlisted."""
+    failed = sum(r is not None for r in results)
     status = status_pb2.Status(code=code_pb2.UNKNOWN,
-                               message=f"{sum(r is not None for r in results)} of "
-                                       f"{len(results)} updates failed")
+                               message=f"{failed} of {len(results)} updates failed")
     for result in results:
         error = p4runtime_pb2.Error(canonical_code=code_pb2.OK)
         if result is not None:
             error.canonical_code = canonical_code(result.code)
-            error.message = result.message
-        status.details.add().Pack(error)
+            error.message = fit(result.message, DETAIL_MESSAGE_LIMIT)
+        detail = any_pb2.Any()
+        detail.Pack(error)
+        if status.ByteSize() + detail.ByteSize() + 4 > DETAILS_BUDGET:
+            break
+        status.details.append(detail)
+    rest = len(results) - len(status.details)
+    if rest:
+        status.message += (f"; details of the first {len(status.details)} updates, the other "
+                           f"{rest} not listed (gRPC's metadata limit)")
     return status
 
 

@@ -49,6 +49,7 @@ class Pipeline:
             raise invalid("update type must be INSERT, MODIFY or DELETE")
         which = update.entity.WhichOneof("entity")
         e = update.entity
+        _check_counter_data(which, e)
         try:
             if which == "table_entry":
                 self.tables.write(kind, e.table_entry)
@@ -176,3 +177,17 @@ class Pipeline:
             msg.metadata.add(metadata_id=f.id, value=codec.to_bytes(value))
         msg.payload = frame[nbytes:]
         return msg
+
+
+def _check_counter_data(which: str | None, e: p4runtime_pb2.Entity) -> None:
+    """Counts are int64 on the wire but never negative in a switch: refused before any change
+    (a stored negative count would make every later Read of it fail)."""
+    if which == "table_entry" and e.table_entry.HasField("counter_data"):
+        data, what = e.table_entry.counter_data, "table_entry.counter_data"
+    elif which in ("counter_entry", "direct_counter_entry") and getattr(e, which).HasField("data"):
+        data, what = getattr(e, which).data, f"{which}.data"
+    else:
+        return
+    for field in ("packet_count", "byte_count"):
+        if getattr(data, field) < 0:
+            raise invalid(f"{what}.{field} {getattr(data, field)} is negative")

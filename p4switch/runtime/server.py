@@ -2,8 +2,10 @@
 the pipeline runs under the device lock, so the data plane sees each update whole."""
 from __future__ import annotations
 
+import queue
 import threading
 import time
+from collections import Counter
 from concurrent import futures
 
 import grpc
@@ -16,9 +18,11 @@ from .errors import (
     abort_with_batch,
     canonical_code,
     failed_precondition,
+    fit,
     invalid,
     not_found,
     permission_denied,
+    resource_exhausted,
 )
 from .pipeline import Pipeline
 from .rollback import write_all_or_none
@@ -30,6 +34,12 @@ NO_PIPELINE = "No forwarding pipeline config set for this device"
 Action = p4runtime_pb2.SetForwardingPipelineConfigRequest.Action
 ResponseType = p4runtime_pb2.GetForwardingPipelineConfigRequest.ResponseType
 Update = p4runtime_pb2.Update
+# What one request or one idle peer may cost (each open StreamChannel holds a worker thread)
+ARBITRATION_DEADLINE = 5.0      # seconds a new stream has to send its arbitration update
+MAX_UNARBITRATED_PER_HOST = 8   # streams of one host that have not arbitrated yet
+RESERVED_WORKERS = 8            # workers no stream may take: unary RPCs always find one
+MAX_READ_QUERIES = 1000         # entities of one ReadRequest
+READ_CHUNK = 1000               # entities per ReadResponse
 
 
 def _guard(method):
@@ -38,7 +48,7 @@ def _guard(method):
         try:
             return method(self, request, context)
         except P4RuntimeError as exc:
-            context.abort(exc.code, exc.message)
+            context.abort(exc.code, fit(exc.message))
     wrapper.__name__ = method.__name__
     wrapper.__doc__ = method.__doc__
     return wrapper
@@ -48,9 +58,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     """`device` provides: lock, cpu_port, install(sw or None), inject(port, frame), and calls
     back on_cpu_packet(frame) / on_digests(list) that this service registers."""
 
-    def __init__(self, device, device_id: int):
+    def __init__(self, device, device_id: int, max_streams: int = 24,
+                 arbitration_deadline: float = ARBITRATION_DEADLINE):
         self.device, self.device_id = device, device_id
         self.arbiter = Arbiter(device_id)
+        self.streams = StreamLimits(max_streams, MAX_UNARBITRATED_PER_HOST)
+        self.arbitration_deadline = arbitration_deadline
         # Read/Write address `pipeline`; the device runs `running`. They differ between a
         # VERIFY_AND_SAVE and its COMMIT (writes in between land in the saved pipeline).
         self.pipeline: Pipeline | None = None
@@ -169,7 +182,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             if request.atomicity not in p4runtime_pb2.WriteRequest.Atomicity.values():
                 raise invalid(f"unknown atomicity {request.atomicity}")
         except P4RuntimeError as exc:
-            context.abort(exc.code, exc.message)
+            context.abort(exc.code, fit(exc.message))
         results: list[P4RuntimeError | None] = []
         with self.device.lock:
             if self.pipeline is None:
@@ -191,22 +204,34 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def Read(self, request, context):
         """Entities of the valid requests; if some request failed, then UNKNOWN with one
-        p4.v1.Error per request (spec: Read "Batch Processing")."""
+        p4.v1.Error per request (spec: Read "Batch Processing"). Each query runs under the
+        device lock on its own and its entities are streamed, so a long Read never holds the
+        lock (or the whole answer) at once; the spec promises no snapshot across queries."""
         try:
             self._check_device(request.device_id)
+            if len(request.entities) > MAX_READ_QUERIES:
+                raise resource_exhausted(f"a Read of {len(request.entities)} entities: this "
+                                         f"server takes at most {MAX_READ_QUERIES} per request")
             with self.device.lock:
-                pipeline = self._require_pipeline()
-                entities, results = [], []
-                for query in request.entities:
-                    try:
-                        entities.extend(pipeline.read(query))
-                        results.append(None)
-                    except P4RuntimeError as exc:
-                        results.append(exc)
+                self._require_pipeline()
         except P4RuntimeError as exc:
-            context.abort(exc.code, exc.message)
-        for start in range(0, max(len(entities), 1), 1000):
-            yield p4runtime_pb2.ReadResponse(entities=entities[start:start + 1000])
+            context.abort(exc.code, fit(exc.message))
+        results: list[P4RuntimeError | None] = []
+        pending: list[p4runtime_pb2.Entity] = []
+        sent = False
+        for query in request.entities:
+            try:
+                with self.device.lock:
+                    pending.extend(self._require_pipeline().read(query))
+                results.append(None)
+            except P4RuntimeError as exc:
+                results.append(exc)
+            while len(pending) >= READ_CHUNK:
+                yield p4runtime_pb2.ReadResponse(entities=pending[:READ_CHUNK])
+                del pending[:READ_CHUNK]
+                sent = True
+        if pending or not sent:
+            yield p4runtime_pb2.ReadResponse(entities=pending)
         if any(r is not None for r in results):
             abort_with_batch(context, results)
 
@@ -216,19 +241,37 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # --- StreamChannel ---------------------------------------------------------------------
     def StreamChannel(self, request_iterator, context):
+        host = _host(context.peer())
+        refusal = self.streams.admit(host)
+        if refusal:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refusal)
         conn = Connection()
         threading.Thread(target=self._stream_reader, args=(conn, request_iterator),
                          daemon=True, name="p4rt-stream").start()
         context.add_callback(lambda: conn.outbox.put(END))
+        deadline = time.monotonic() + self.arbitration_deadline
+        arbitrated = False
         try:
             while True:
-                item = conn.outbox.get()
+                if not arbitrated and conn.role is not None:
+                    self.streams.arbitrated(host)
+                    arbitrated = True
+                try:
+                    item = conn.outbox.get(timeout=None if arbitrated else
+                                           max(deadline - time.monotonic(), 0.0))
+                except queue.Empty:
+                    if conn.role is None:
+                        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                      f"no arbitration update within {self.arbitration_deadline:g}"
+                                      " s of opening the stream")
+                    continue
                 if item is END:
                     return
                 if isinstance(item, Close):
-                    context.abort(item.code, item.message)
+                    context.abort(item.code, fit(item.message))
                 yield item
         finally:
+            self.streams.release(host, arbitrated)
             self.arbiter.disconnect(conn)
 
     def _stream_reader(self, conn: Connection, requests) -> None:
@@ -368,14 +411,61 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         return request.election_id if request.HasField("election_id") else None
 
 
+class StreamLimits:
+    """Open StreamChannels, counted so that streams never take the workers unary RPCs need and
+    one host cannot hold many streams without arbitrating (P4Runtime clients arbitrate at
+    once; idle streams are what a flood looks like)."""
+
+    def __init__(self, max_streams: int, max_unarbitrated_per_host: int):
+        self.max_streams, self.per_host = max_streams, max_unarbitrated_per_host
+        self._lock = threading.Lock()
+        self._open = 0
+        self._unarbitrated: Counter = Counter()
+
+    def admit(self, host: str) -> str | None:
+        """Counts a new stream of `host` in, or -> why it is refused."""
+        with self._lock:
+            if self._open >= self.max_streams:
+                return f"this switch serves at most {self.max_streams} streams at once"
+            if self._unarbitrated[host] >= self.per_host:
+                return (f"{host} has {self.per_host} streams that have not arbitrated: "
+                        "arbitrate first")
+            self._open += 1
+            self._unarbitrated[host] += 1
+            return None
+
+    def arbitrated(self, host: str) -> None:
+        with self._lock:
+            self._drop(host)
+
+    def release(self, host: str, arbitrated: bool) -> None:
+        with self._lock:
+            self._open -= 1
+            if not arbitrated:
+                self._drop(host)
+
+    def _drop(self, host: str) -> None:
+        self._unarbitrated[host] -= 1
+        if self._unarbitrated[host] <= 0:
+            del self._unarbitrated[host]
+
+
+def _host(peer: str) -> str:
+    """The host of a gRPC peer string (ipv4:127.0.0.1:5000, ipv6:[::1]:5000, unix:path)."""
+    kind, _, rest = peer.partition(":")
+    if kind in ("ipv4", "ipv6"):
+        return rest.rsplit(":", 1)[0]
+    return kind
+
+
 def serve(device, device_id: int, address: str, workers: int = 32,
           tls: credentials.ServerTLS | None = None):
     """Start the gRPC server (plaintext, or TLS when `tls` is given) -> (grpc.Server,
-    P4RuntimeService, bound port). Each open StreamChannel holds a worker for its lifetime,
-    hence the generous pool."""
+    P4RuntimeService, bound port). Each open StreamChannel holds a worker for its lifetime:
+    streams may take all but RESERVED_WORKERS of them."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers,
                                                     thread_name_prefix="p4rt"))
-    service = P4RuntimeService(device, device_id)
+    service = P4RuntimeService(device, device_id, max_streams=workers - RESERVED_WORKERS)
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
     port = credentials.bind(server, address, tls)
     if port == 0:
