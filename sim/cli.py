@@ -19,7 +19,7 @@ from results.record import save_output, save_table
 from sim import args, report, sweep, tenants
 from sim import calibration as cal
 from sim.collective import POLICIES, run_case
-from sim.fabric import LinkSpec, Transport
+from sim.fabric import RECEIVERS, LinkSpec, Transport
 from sim.ideas import multicast_allgather
 from sim.ideas import netreduce as run_netreduce
 from sim.train import trace, train
@@ -114,13 +114,21 @@ def sweep_options(fn):
 @click.option("--mtu", type=click.IntRange(64, 9000), default=4096, show_default=True)
 @click.option("--window", type=click.IntRange(1), default=64, show_default=True,
               help="Packets in flight per QP.")
-@click.option("--rto-us", type=click.FloatRange(min=1), default=100.0, show_default=True)
+@click.option("--rto-us", type=click.FloatRange(min=1), default=100.0, show_default=True,
+              help="The first retransmission timeout; it doubles on each expiry.")
+@click.option("--receiver", type=click.Choice(RECEIVERS), default="auto", show_default=True,
+              help="go-back-N (gbn) or selective repeat (sr); auto: ecmp and ethereal gbn, "
+                   "spray and reps sr.")
+@click.option("--pfc/--no-pfc", default=True, show_default=True,
+              help="PFC on the switches' shared buffer (off: deep drop-tail queues).")
+@click.option("--dcqcn/--no-dcqcn", default=True, show_default=True, help="DCQCN with CNPs.")
 @click.option("--seeds", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
 @sweep_options
 def ethereal(hosts, leaves, topology, fat_tree_k, colls, sizes, policies, failures, gbps,
-             delay_ns, mtu, window, rto_us, seeds, out_dir, workers, scheduler):
+             delay_ns, mtu, window, rto_us, receiver, pfc, dcqcn, seeds, out_dir, workers,
+             scheduler):
     """Ethereal vs hash ECMP, spraying and REPS: CCT per collective, with and without failed
     links."""
     topo = fabric(topology, hosts, leaves, fat_tree_k)
@@ -134,7 +142,8 @@ def ethereal(hosts, leaves, topology, fat_tree_k, colls, sizes, policies, failur
     cases = [(a, s, failed_links(topo, k), p, seed) for seed in range(seeds)
              for a in algos for s in _sizes(sizes) for k in fails for p in pols]
     link = LinkSpec(gbps, delay_ns)
-    transport = Transport(mtu=mtu, window=window, rto_s=rto_us * 1e-6)
+    transport = Transport(mtu=mtu, window=window, rto_s=rto_us * 1e-6, receiver=receiver,
+                          pfc=pfc, cc=dcqcn)
     title = (f"{topo.name}, {len(topo.hosts)} hosts, {gbps:g} Gbps, {delay_ns:g} ns links, "
              f"MTU {mtu}")
     outcome = run_cases(topo, cases, link, transport, out_dir / "ethereal.jsonl",
@@ -153,7 +162,8 @@ def run_cases(topo, cases, link, transport, jsonl: Path, *, workers: int | None 
     tasks = [sweep.Task(run_case, (topo, algo, size, failed, policy, seed, link, transport),
                         f"{algo} {report.size_text(size)} {policy}"
                         f"{' failed ' + ','.join(map(str, failed)) if failed else ''} seed {seed}",
-                        packets(len(topo.hosts), size, transport.mtu, 1 if algo == "all-to-all" else 2))
+                        packets(len(topo.hosts), size, transport.mtu,
+                                1 if algo == "all-to-all" else 2))
              for algo, size, failed, policy, seed in cases]
 
     def append(row: dict) -> None:

@@ -6,10 +6,20 @@
 // Links are a FIFO per sending port, a busy line and a propagation delay (store and forward).
 // Switches (leaf/spine/agg/core) forward a packet by a pin entry if one matches, else crc32 over
 // the 5-tuple modulo the ECMP group (as p4src/fabric.p4); they replicate multicast along a
-// tree, aggregate in-network (NetReduce) and mark ECN at egress. Hosts run
-// a RoCE-like reliable connection per queue pair (QP): per-QP UDP source port (the ECMP
-// entropy), a window, DCQCN-like rate control driven by ECN echoes, retransmission on timeout
-// only, and a receiver that places out-of-order packets by PSN (no NAK at a gap). The entropy
+// tree, aggregate in-network (NetReduce) and mark ECN at egress (RED-like ramp). With PFC on,
+// a switch has one shared buffer: an ingress port's bytes of the data priority are held to a
+// dynamic threshold (a fraction of the free buffer); past it the port sends PAUSE upstream,
+// below it less a resume offset it sends RESUME, and what arrives meanwhile lands in the
+// port's headroom (a drop past that is counted as a headroom drop). Control packets (ACK, NAK,
+// CNP) go in a strict-priority queue that PFC never pauses. Hosts run a RoCE reliable
+// connection per queue pair (QP): per-QP UDP source port (the ECMP entropy), a window, DCQCN
+// (the receiver sends a CNP for a CE-marked packet at most once per QP per interval; the sender
+// cuts its rate on a CNP, and recovers by timer and byte counter through fast recovery,
+// additive and hyper increase), a retransmission timeout that doubles on each expiry, and a
+// receiver per QP of one of two kinds: go-back-N (RoCE's: in-order only, a NAK at the first
+// sequence gap, the sender resends from the gap) or selective repeat (out-of-order packets
+// placed by PSN, each acknowledged; loss seen by the timeout). Every drop is counted where it
+// happens (a failed link, an egress queue's limit, a full buffer or headroom, no route). The entropy
 // policy of a QP is hash ECMP (one port), spraying (a random port per packet), REPS (recycled
 // entropy) or pinned (Ethereal: the port its planner chose, re-picked on timeout by Python).
 // Python is called back only when a rank starts a collective step, when a rank finishes a
@@ -75,7 +85,8 @@ inline int64_t tx_time(uint64_t bytes, uint64_t bps) {
 }
 }  // namespace clock
 
-enum Flags : uint8_t { ACK = 1, CE = 2, ECE = 4, MCAST = 8, AGG = 16 };
+enum Flags : uint8_t { ACK = 1, CE = 2, ECE = 4, MCAST = 8, AGG = 16, NAK = 32, CNP = 64 };
+constexpr uint8_t CONTROL = ACK | NAK | CNP;      // the strict-priority class, never paused
 enum Mode : int { ECMP = 0, SPRAY = 1, REPS = 2, PINNED = 3 };
 
 constexpr int MAX_HOPS = 6;
@@ -95,6 +106,8 @@ struct RoceHeader {
 struct Packet {
   RoceHeader h;
   uint32_t size = 0;                   // payload bytes; WIRE_HEADER more are on the wire
+  int32_t in_link = -1;                // PFC: the ingress it is accounted to (-1: none)
+  bool in_headroom = false;            // PFC: held in that ingress's headroom
 };
 
 // Reflected CRC-32 (IEEE), what v1model's HashAlgorithm.crc32 and zlib.crc32 compute.
@@ -163,16 +176,22 @@ struct Qp {
   // sender
   uint32_t next_new = 0, acked_count = 0, inflight = 0, first_unacked = 0;
   Fifo<uint32_t> retx;
-  double next_send = 0, rate = 0, target = 0, alpha = 1, last_cut = -1;
-  int increase_rounds = 0;
-  bool timer_armed = false, done = false, cc_armed = false;
-  uint32_t timeouts = 0, retransmitted = 0;
+  double next_send = 0;
+  bool gbn = false;                   // its receiver: go-back-N, else selective repeat
+  bool timer_armed = false, done = false;
+  uint32_t timeouts = 0, retransmitted = 0, backoff = 0;   // RTO = rto * 2^backoff
+  // DCQCN reaction point
+  double rate = 0, target = 0, alpha = 1, last_cut = -1, last_cnp = -1;
+  uint64_t byte_count = 0;            // bytes sent since the byte counter last fired
+  uint32_t timer_stage = 0, byte_stage = 0, increase_gen = 0;
   // REPS
   Fifo<uint16_t> cache;
   uint32_t explored = 0;
   uint16_t explore_base = 0;
   // receiver
-  uint32_t got_count = 0;
+  uint32_t got_count = 0, epsn = 0;   // epsn: go-back-N's next expected PSN
+  bool nak_sent = false;              // a NAK for the gap at epsn is out
+  double cnp_at = -1;                 // the last CNP it sent (notification point)
   double started = 0, finished = -1;
   // a job's multicast or aggregation send: unacknowledged packets to this address
   uint32_t raw_dst = 0;
@@ -201,12 +220,22 @@ struct AggJob {                     // NetReduce: the switch sums chunk i of eve
 class Fabric {
  public:
   // ---- configuration (from Python, once) -----------------------------------------------
-  double line_bps = 400e9, rto = 100e-6, min_rate_frac = 0.001;
-  double cc_period = 55e-6, dcqcn_g = 1.0 / 16, ai_frac = 0.005, cnp_interval = 50e-6;
+  double line_bps = 400e9, rto = 100e-6;
+  uint32_t rto_max_backoff = 6;
   uint32_t ecn_kmin = 100000, ecn_kmax = 400000;
   double ecn_pmax = 0.2;
   uint32_t window = 64, reps_cache = 8;
+  uint32_t gbn_modes = 0;             // bit m set: QPs of entropy mode m get go-back-N receivers
+  // DCQCN (sim/README.md lists the defaults and their sources)
   bool cc = true;
+  double cnp_interval = 50e-6;        // NP: at most one CNP per QP per interval
+  double dcqcn_g = 1.0 / 256, alpha_resume = 1e-6, rate_decrease_interval = 4e-6;
+  double rp_timer = 300e-6, byte_counter = 10e6, rate_ai = 80e6, rate_hai = 800e6;
+  double min_rate = 100e6;
+  uint32_t fast_recovery = 1;
+  // PFC on a shared buffer (per switch), one lossless data priority
+  bool pfc = false;
+  double buffer_bytes = 32e6, pfc_alpha = 1.0 / 8, headroom_bytes = 0, pfc_resume_bytes = 0;
 
   std::function<void(int, int, int)> on_arrive;     // (job, rank, step): Python gives the QPs
   std::function<void(int, int)> on_done;            // (job, rank): the rank finished the job
@@ -229,6 +258,7 @@ class Fabric {
     pins_.emplace_back();
     host_port_.emplace_back();
     node_ip_.push_back(ip);
+    buffer_used_.push_back(0);
     nic_.emplace_back();
     return idx;
   }
@@ -248,6 +278,8 @@ class Fabric {
     pins_[sw][PinKey{src, dst, sport}] = port;
   }
   void fail_port(int node, int port) { links_[ports_[node][port]].failed = true; }
+  // The data packet sent onto (node, port) after `after` more is lost (an injected loss).
+  void lose_one(int node, int port, int64_t after) { links_[ports_[node][port]].lose_in = after; }
   // A collective: its ranks are host node indices; each gets its steps, then is started.
   int add_job() {
     size_t n = is_host_.size();
@@ -276,6 +308,7 @@ class Fabric {
     q.base = pkts_.size();
     pkts_.resize(pkts_.size() + q.npkts);
     q.rate = q.target = line_bps;
+    q.gbn = (gbn_modes >> mode) & 1;
     q.started = now();
     q.explore_base = SPORT_MIN | (rng_() & SPORT_MASK);
     qps_.push_back(std::move(q));
@@ -331,9 +364,17 @@ class Fabric {
   uint64_t qp_received(int q) const { return uint64_t(qps_[q].got_count); }
   uint64_t tx(int node, int port) const { const Link* l = link(node, port); return l ? l->tx_bytes : 0; }
   uint64_t tx_data(int node, int port) const { const Link* l = link(node, port); return l ? l->tx_data : 0; }
-  uint64_t dropped = 0, marked = 0, timeouts = 0, retransmitted = 0, packets_sent = 0;
+  // dropped: every packet lost in the network, the sum of the five causes after it
+  uint64_t dropped = 0, drop_failed = 0, drop_queue = 0, drop_buffer = 0, drop_noroute = 0;
+  uint64_t drop_injected = 0;
+  uint64_t marked = 0, timeouts = 0, retransmitted = 0, packets_sent = 0;
   uint64_t duplicates = 0, mcast_copies = 0, agg_results = 0;
+  uint64_t out_of_order = 0, naks = 0, cnps = 0, rate_cuts = 0, pauses = 0, resumes = 0;
   uint32_t max_queue_bytes = 0;
+  double max_buffer_bytes = 0, min_rate_seen = 0, max_ingress_bytes = 0;
+  uint64_t drops(int node, int port) const { const Link* l = link(node, port); return l ? l->drops : 0; }
+  uint64_t paused_ps(int node, int port) const { const Link* l = link(node, port); return l ? l->paused_ps : 0; }
+  double qp_rate(int q) const { return qps_[q].rate; }
 
   // ---- multicast and aggregation (Multicast Allgather, NetReduce) ----------------------
   // A switch copies a packet of `group` to these ports but the one it came in on (one shared
@@ -411,15 +452,26 @@ class Fabric {
   struct Link {
     int node = -1, port = -1, peer = -1;     // peer: the Link of the other end
     bool failed = false, busy = false;
-    std::deque<uint32_t> queue;              // waiting packets (not the one on the line)
-    uint32_t queue_bytes = 0;                // their wire bytes
+    std::deque<uint32_t> queue;              // waiting data packets (not the one on the line)
+    std::deque<uint32_t> ctrl;               // waiting control packets: sent first, never paused
+    uint32_t queue_bytes = 0;                // the data packets' wire bytes
     uint64_t tx_bytes = 0, tx_data = 0;      // wire bytes sent, payload bytes sent
+    uint64_t drops = 0;                      // packets dropped here (sent onto it, or queued)
+    // PFC, sending side: paused by the peer; for how long in all
+    bool paused = false;
+    int64_t paused_since = 0, paused_ps = 0;
+    // PFC, receiving side (this link's node is a switch, its port the ingress): the bytes of
+    // packets that came in here and wait in the switch, those of them in the headroom, and
+    // whether a PAUSE is out to the peer
+    uint64_t ingress = 0, headroom = 0;
+    bool pause_sent = false;
+    int64_t lose_in = -1;                    // the data packet after this many more is lost
   };
 
   double now() const { return now_s_; }
   // ---- events, in the order (timestamp, then the order they were scheduled in) -----------
-  enum Kind : uint8_t { TX_DONE, DELIVER, PUMP, ADVANCE, CC_TICK, TIMEOUT, MCAST_EMIT, AGG_EMIT,
-                        TIMER, STOP };
+  enum Kind : uint8_t { TX_DONE, DELIVER, PUMP, ADVANCE, INCREASE, TIMEOUT, MCAST_EMIT, AGG_EMIT,
+                        TIMER, PAUSE, STOP };
   struct Event {
     int64_t ts;                      // picoseconds
     uint64_t uid;
@@ -473,7 +525,8 @@ class Fabric {
         if (nic_[ev.a].pending && nic_[ev.a].ev == ev.uid) pump(ev.a);
         return;
       case ADVANCE: return advance(ev.b, ev.a);
-      case CC_TICK: return cc_tick(ev.a);
+      case INCREASE: return increase_tick(ev.a, ev.b);
+      case PAUSE: return set_paused(ev.a, ev.b != 0);
       case TIMEOUT: return check_timeout(ev.a);
       case MCAST_EMIT: { const Emit& m = emits_[ev.b]; return mcast_emit(m.host, m.dst, m.psn, m.size); }
       case AGG_EMIT: { const Emit& m = emits_[ev.b]; return agg_emit(m.host, m.dst, m.psn, m.size); }
@@ -516,22 +569,41 @@ class Fabric {
     return tx_ticks_[wire];
   }
 
-  void send_on(int node, int port, uint32_t p, bool data) {
+  // A packet onto (node, port): dropped if the link failed, the egress queue is at its limit or
+  // (PFC) the switch's buffer and the ingress's headroom are full; else on the line or queued.
+  void send_on(int node, int port, uint32_t p) {
     Link& l = links_[ports_[node][port]];
-    if (l.failed) { dropped++; free_packet(p); return; }
+    if (l.failed) return drop(l, p, drop_failed);
+    if (pool_[p].h.flags & CONTROL) {
+      if (!l.busy) return transmit_start(l, p);
+      l.ctrl.push_back(p);
+      return;
+    }
+    if (l.lose_in >= 0 && l.lose_in-- == 0) return drop(l, p, drop_injected);
+    if (l.queue.size() >= queue_limit_) return drop(l, p, drop_queue);
+    if (pool_[p].in_link >= 0 && !admit(pool_[p])) return drop(l, p, drop_buffer);
+    if (!l.busy && !l.paused) return transmit_start(l, p);
     uint32_t wire = WIRE_HEADER + pool_[p].size;
-    l.tx_bytes += wire;
-    if (data) l.tx_data += pool_[p].size;
-    if (!l.busy) return transmit_start(l, p);
-    if (l.queue.size() >= queue_limit_) { free_packet(p); return; }   // drop-tail
     l.queue.push_back(p);
     l.queue_bytes += wire;
   }
 
+  // (A packet is dropped before it takes buffer: one that did always leaves on its line.)
+  void drop(Link& l, uint32_t p, uint64_t& cause) {
+    l.drops++; cause++; dropped++;
+    pool_[p].in_link = -1;
+    free_packet(p);
+  }
+
   // First the end of transmission, then the arrival (at the same time, the end runs first).
   void transmit_start(Link& l, uint32_t p) {
+    Packet& pk = pool_[p];
+    release(pk);                                // it leaves the switch's buffer
+    uint32_t wire = WIRE_HEADER + pk.size;
+    l.tx_bytes += wire;
+    if (!(pk.h.flags & CONTROL)) l.tx_data += pk.size;
     l.busy = true;
-    int64_t tx = tx_ticks(WIRE_HEADER + pool_[p].size);
+    int64_t tx = tx_ticks(wire);
     int id = &l - links_.data();
     schedule_lane(tx, TX_DONE, id);
     schedule_lane(tx + delay_, DELIVER, l.peer, p);
@@ -540,7 +612,17 @@ class Fabric {
   void transmit_complete(int id) {
     Link& l = links_[id];
     l.busy = false;
-    if (l.queue.empty()) return;
+    start_next(l);
+  }
+
+  void start_next(Link& l) {
+    if (l.busy) return;
+    if (!l.ctrl.empty()) {
+      uint32_t p = l.ctrl.front();
+      l.ctrl.pop_front();
+      return transmit_start(l, p);
+    }
+    if (l.paused || l.queue.empty()) return;
     uint32_t p = l.queue.front();
     l.queue.pop_front();
     l.queue_bytes -= WIRE_HEADER + pool_[p].size;
@@ -553,15 +635,81 @@ class Fabric {
     else switch_receive(l.node, l.port, p);
   }
 
+  // ---- PFC -------------------------------------------------------------------------------
+  // A data packet that came into a switch through `in_link` takes buffer: shared while the
+  // ingress holds less than pfc_alpha x the free shared buffer (the dynamic threshold), else
+  // headroom. Reaching the threshold sends PAUSE upstream; false: no room at all.
+  bool admit(Packet& pk) {
+    Link& in = links_[pk.in_link];
+    double wire = WIRE_HEADER + pk.size;
+    int sw = in.node;
+    double threshold = pfc_alpha * (buffer_bytes - buffer_used_[sw]);
+    double shared = double(in.ingress - in.headroom);
+    if (shared + wire <= threshold && buffer_used_[sw] + wire <= buffer_bytes) {
+      pk.in_headroom = false;
+      buffer_used_[sw] += wire;
+      max_buffer_bytes = std::max(max_buffer_bytes, buffer_used_[sw]);
+    } else if (in.headroom + wire <= headroom_bytes) {
+      pk.in_headroom = true;
+      in.headroom += uint64_t(wire);
+    } else {
+      pk.in_link = -1;
+      return false;
+    }
+    in.ingress += uint64_t(wire);
+    max_ingress_bytes = std::max(max_ingress_bytes, double(in.ingress));
+    if (!in.pause_sent && (pk.in_headroom || shared + wire >= threshold)) {
+      in.pause_sent = true;
+      pauses++;
+      signal_pause(in, true);
+    }
+    return true;
+  }
+
+  // The packet leaves the buffer; the ingress sends RESUME once below the threshold by the
+  // resume offset with its headroom empty.
+  void release(Packet& pk) {
+    if (pk.in_link < 0) return;
+    Link& in = links_[pk.in_link];
+    pk.in_link = -1;
+    uint64_t wire = WIRE_HEADER + pk.size;
+    int sw = in.node;
+    if (pk.in_headroom) in.headroom -= wire;
+    else buffer_used_[sw] -= wire;
+    in.ingress -= wire;
+    if (in.pause_sent && in.headroom == 0 &&
+        double(in.ingress) + pfc_resume_bytes <= pfc_alpha * (buffer_bytes - buffer_used_[sw])) {
+      in.pause_sent = false;
+      resumes++;
+      signal_pause(in, false);
+    }
+  }
+
+  // A PAUSE (or RESUME) frame from the switch end of `in` to its peer, which sends no data
+  // from when it arrives (one minimum frame's time and the propagation delay later).
+  void signal_pause(const Link& in, bool on) {
+    schedule_lane(tx_ticks(64) + delay_, PAUSE, in.peer, on ? 1 : 0);
+  }
+
+  void set_paused(int id, bool on) {
+    Link& l = links_[id];
+    if (l.paused == on) return;
+    l.paused = on;
+    if (on) { l.paused_since = now_; return; }
+    l.paused_ps += now_ - l.paused_since;
+    start_next(l);
+    if (is_host_[l.node]) wake(l.node);
+  }
+
   uint32_t queue_bytes(int node, int port) { return links_[ports_[node][port]].queue_bytes; }
 
   // ---- switch ----------------------------------------------------------------------------
   void switch_receive(int sw, int in_port, uint32_t p) {
     RoceHeader& h = pool_[p].h;
     if (h.flags & MCAST) return switch_mcast(sw, in_port, p, h);
-    if (h.flags & ACK) {             // retrace the data packet's path
+    if (h.flags & CONTROL) {         // retrace the data packet's path
       int port = h.hops[--h.nhops];
-      return send_on(sw, port, p, false);
+      return send_on(sw, port, p);
     }
     if (!agg_.empty()) {
       auto agg = agg_.find(h.dst);
@@ -569,7 +717,8 @@ class Fabric {
     }
     if (h.nhops < MAX_HOPS) h.hops[h.nhops++] = in_port;
     int port = route(sw, h);
-    if (port < 0) { dropped++; free_packet(p); return; }
+    if (port < 0) { dropped++; drop_noroute++; free_packet(p); return; }
+    if (pfc) pool_[p].in_link = ports_[sw][in_port];
     if (pool_[p].size > 0) {
       uint32_t q = queue_bytes(sw, port);
       max_queue_bytes = std::max(max_queue_bytes, q);
@@ -578,7 +727,7 @@ class Fabric {
         if (uni_(rng_) < pr) { h.flags |= CE; marked++; }
       }
     }
-    send_on(sw, port, p, true);
+    send_on(sw, port, p);
   }
 
   int route(int sw, const RoceHeader& h) {
@@ -602,13 +751,13 @@ class Fabric {
     uint32_t size = pool_[p].size;
     free_packet(p);
     auto t = mcast_.find(h.dst);
-    if (t == mcast_.end()) { dropped++; return; }
+    if (t == mcast_.end()) { dropped++; drop_noroute++; return; }
     auto ps = t->second.ports.find(sw);
-    if (ps == t->second.ports.end()) { dropped++; return; }
+    if (ps == t->second.ports.end()) { dropped++; drop_noroute++; return; }
     for (int port : ps->second) {
       if (port == in_port) continue;   // the data plane prunes the ingress port
       mcast_copies++;
-      send_on(sw, port, new_packet(h, size), true);
+      send_on(sw, port, new_packet(h, size));
     }
   }
 
@@ -631,14 +780,14 @@ class Fabric {
     RoceHeader h;
     h.src = node_ip_[host]; h.dst = group; h.psn = psn; h.flags = MCAST;
     packets_sent++;
-    send_on(host, 0, new_packet(h, size), true);
+    send_on(host, 0, new_packet(h, size));
   }
   void agg_emit(int host, uint32_t agg_ip, uint32_t psn, uint32_t size) {
     RoceHeader h;
     h.src = node_ip_[host]; h.dst = agg_ip; h.psn = psn;
     h.sport = SPORT_MIN | (host & SPORT_MASK);
     packets_sent++;
-    send_on(host, 0, new_packet(h, size), true);
+    send_on(host, 0, new_packet(h, size));
   }
 
   // ---- host: receiver ------------------------------------------------------------------
@@ -653,22 +802,50 @@ class Fabric {
       if (h.qp > 0) credit(h.qp - 1, host, h.ev, size);
       return;
     }
-    if (h.flags & ACK) return sender_ack(h);
+    if (h.flags & CNP) return sender_cnp(h);
+    if (h.flags & (ACK | NAK)) return sender_ack(h);
     Qp& q = qps_[h.qp];
+    if ((h.flags & CE) && cc && (q.cnp_at < 0 || now() - q.cnp_at >= cnp_interval - 1e-12)) {
+      q.cnp_at = now();                          // the notification point: one CNP per interval
+      cnps++;
+      reply(host, h, CNP, h.psn);
+    }
+    if (q.gbn) {                                 // in order only; a NAK at the first gap
+      if (h.psn == q.epsn) {
+        q.epsn++;
+        q.nak_sent = false;
+        accept(q, h.psn, size);
+        reply(host, h, ACK, q.epsn);
+      } else if (h.psn > q.epsn) {
+        out_of_order++;                          // discarded: it comes again after the gap
+        if (!q.nak_sent) { q.nak_sent = true; naks++; reply(host, h, NAK, q.epsn); }
+      } else {
+        duplicates++;
+        reply(host, h, ACK, q.epsn);
+      }
+      return;
+    }
+    if (!pkts_[q.base + h.psn].got) accept(q, h.psn, size);   // placed by PSN
+    else duplicates++;
+    reply(host, h, ACK, h.psn);
+  }
+
+  void accept(Qp& q, uint32_t psn, uint32_t size) {
+    pkts_[q.base + psn].got = 1;
+    q.got_count++;
+    credit(q.job, q.dst, q.step, size);
+  }
+
+  // An ACK, NAK (go-back-N: `psn` is the next expected; selective repeat: the one received)
+  // or CNP for data packet `h`, back along its path: the host's own link is the first hop,
+  // the rest of the route is in `hops`.
+  void reply(int host, const RoceHeader& h, uint8_t kind, uint32_t psn) {
     RoceHeader a;
     a.src = h.dst; a.dst = h.src; a.sport = h.sport; a.dport = h.dport;
-    a.qp = h.qp; a.psn = h.psn; a.ev = h.sport; a.nhops = h.nhops;
+    a.qp = h.qp; a.psn = psn; a.ev = h.sport; a.nhops = h.nhops;
     for (int k = 0; k < MAX_HOPS; k++) a.hops[k] = h.hops[k];
-    a.flags = ACK | ((h.flags & CE) ? ECE : 0);
-    if (!pkts_[q.base + h.psn].got) {             // placed by PSN, whatever arrived before it
-      pkts_[q.base + h.psn].got = 1;
-      q.got_count++;
-      credit(q.job, q.dst, q.step, size);
-    } else {
-      duplicates++;
-    }
-    // the host's own link is the first hop back; the rest of the route is in `hops`
-    send_on(host, 0, new_packet(a, ACK_PAYLOAD), false);
+    a.flags = kind | ((h.flags & CE) ? ECE : 0);
+    send_on(host, 0, new_packet(a, ACK_PAYLOAD));
   }
 
   void credit(int job, int rank, int step, uint32_t bytes) {
@@ -682,44 +859,90 @@ class Fabric {
   // ---- host: sender ----------------------------------------------------------------------
   void sender_ack(const RoceHeader& h) {
     Qp& q = qps_[h.qp];
-    if (q.done || pkts_[q.base + h.psn].acked) return;
-    pkts_[q.base + h.psn].acked = 1;
-    q.acked_count++;
-    if (!pkts_[q.base + h.psn].lost) q.inflight--;
-    if (q.mode == REPS && !(h.flags & ECE)) {
-      q.cache.push_back(h.ev);
-      if (q.cache.size() > reps_cache) q.cache.pop_front();
+    if (q.done) return;
+    if (q.gbn) {                                 // cumulative: all below h.psn arrived
+      uint32_t upto = std::min(h.psn, q.npkts);
+      if (upto > q.first_unacked) q.backoff = 0;
+      for (uint32_t psn = q.first_unacked; psn < upto; psn++) mark_acked(q, psn);
+      q.first_unacked = std::max(q.first_unacked, upto);
+      if (h.flags & NAK) go_back(q, upto);
+    } else {
+      if (pkts_[q.base + h.psn].acked) return;
+      mark_acked(q, h.psn);
+      q.backoff = 0;
+      if (q.mode == REPS && !(h.flags & ECE)) {
+        q.cache.push_back(h.ev);
+        if (q.cache.size() > reps_cache) q.cache.pop_front();
+      }
     }
-    if (h.flags & ECE) congestion(q);
     if (q.acked_count == q.npkts) return qp_done(q);
     wake(q.src);
   }
 
-  void congestion(Qp& q) {
-    if (!cc) return;
-    double t = now();
-    if (q.last_cut >= 0 && t - q.last_cut < cnp_interval) return;
-    q.last_cut = t;
-    q.target = q.rate;
-    q.rate = std::max(line_bps * min_rate_frac, q.rate * (1 - q.alpha / 2));
-    q.alpha = (1 - dcqcn_g) * q.alpha + dcqcn_g;
-    q.increase_rounds = 0;
-    if (!q.cc_armed) {
-      q.cc_armed = true;
-      schedule_lane(clock::ps(cc_period), CC_TICK, q.id);
+  void mark_acked(Qp& q, uint32_t psn) {
+    PktState& st = pkts_[q.base + psn];
+    if (st.acked) return;
+    st.acked = 1;
+    q.acked_count++;
+    if (!st.lost) q.inflight--;
+  }
+
+  // Go-back-N: every packet sent from `from` on is sent again, in order.
+  void go_back(Qp& q, uint32_t from) {
+    for (uint32_t psn = from; psn < q.next_new; psn++) {
+      PktState& st = pkts_[q.base + psn];
+      if (st.acked || st.lost) continue;
+      st.lost = 1; q.inflight--; q.retx.push_back(psn);
     }
   }
 
-  // DCQCN's timer: alpha decays without marks; the rate recovers toward the target, then
-  // the target grows additively.
-  void cc_tick(int id) {
-    Qp& q = qps_[id];
-    if (q.done) { q.cc_armed = false; return; }
-    if (now() - q.last_cut >= cc_period) q.alpha *= (1 - dcqcn_g);
-    if (++q.increase_rounds > 5) q.target = std::min(line_bps, q.target + line_bps * ai_frac);
+  // ---- DCQCN's reaction point -------------------------------------------------------------
+  // alpha is updated every alpha_resume: (1-g)alpha + g in an interval with a CNP, (1-g)alpha
+  // in one without; kept lazily (CNPs are at least cnp_interval apart, far more than
+  // alpha_resume, so an interval holds at most one).
+  void age_alpha(Qp& q, double t) {
+    if (q.last_cnp < 0) return;
+    double ticks = std::floor((t - q.last_cnp) / alpha_resume);
+    if (ticks > 0) q.alpha *= std::pow(1 - dcqcn_g, ticks);
+  }
+
+  void sender_cnp(const RoceHeader& h) {
+    Qp& q = qps_[h.qp];
+    if (q.done || !cc) return;
+    double t = now();
+    age_alpha(q, t);
+    q.alpha = (1 - dcqcn_g) * q.alpha + dcqcn_g;
+    q.last_cnp = t;
+    if (q.last_cut >= 0 && t - q.last_cut < rate_decrease_interval - 1e-12) return;
+    q.last_cut = t;                              // cut: at most once per rate_decrease_interval
+    q.target = q.rate;
+    q.rate = std::max(min_rate, q.rate * (1 - q.alpha / 2));
+    rate_cuts++;
+    if (min_rate_seen == 0 || q.rate < min_rate_seen) min_rate_seen = q.rate;
+    q.timer_stage = q.byte_stage = 0;
+    q.byte_count = 0;
+    q.increase_gen++;                            // the increase timer starts again
+    schedule_lane(clock::ps(rp_timer), INCREASE, q.id, q.increase_gen);
+  }
+
+  // One step up, after the timer (every rp_timer) or the byte counter (every byte_counter
+  // bytes sent) fired: fast recovery while both have fired fewer than F times, hyper increase
+  // when both more, additive increase otherwise.
+  void increase(Qp& q) {
+    uint32_t lo = std::min(q.timer_stage, q.byte_stage), hi = std::max(q.timer_stage, q.byte_stage);
+    if (lo > fast_recovery) q.target += (lo - fast_recovery) * rate_hai;
+    else if (hi >= fast_recovery) q.target += rate_ai;
+    q.target = std::min(q.target, line_bps);
     q.rate = std::min(line_bps, (q.rate + q.target) / 2);
-    if (q.rate >= line_bps && q.alpha < 1e-3) { q.cc_armed = false; return; }
-    schedule_lane(clock::ps(cc_period), CC_TICK, id);
+  }
+
+  void increase_tick(int id, uint32_t gen) {
+    Qp& q = qps_[id];
+    if (q.done || gen != q.increase_gen) return;
+    q.timer_stage++;
+    increase(q);
+    if (q.rate >= line_bps) return;              // back at line rate: nothing left to recover
+    schedule_lane(clock::ps(rp_timer), INCREASE, id, gen);
   }
 
   uint16_t pick_ev(Qp& q) {
@@ -743,6 +966,7 @@ class Fabric {
   void pump(int host) {
     Nic& n = nic_[host];
     n.pending = false;
+    if (links_[ports_[host][0]].paused) return;  // PFC: woken again by the RESUME
     double t = now(), soonest = -1;
     size_t m = n.active.size();
     for (size_t k = 0; k < m; k++) {
@@ -798,10 +1022,15 @@ class Fabric {
     q.inflight++;
     packets_sent++;
     q.next_send = now() + (WIRE_HEADER + size) * 8.0 / q.rate;
-    send_on(host, 0, new_packet(h, size), true);
+    if (cc && q.rate < line_bps && (q.byte_count += WIRE_HEADER + size) >= byte_counter) {
+      q.byte_count = 0;
+      q.byte_stage++;
+      increase(q);
+    }
+    send_on(host, 0, new_packet(h, size));
     if (!q.timer_armed) {
       q.timer_armed = true;
-      schedule_lane(clock::ps(rto), TIMEOUT, q.id);
+      schedule_lane(clock::ps(rto_now(q)), TIMEOUT, q.id);
     }
     return size;
   }
@@ -815,22 +1044,28 @@ class Fabric {
     h.sport = q.sport; h.qp = q.job + 1; h.ev = q.step;
     packets_sent++;
     q.next_send = now() + (WIRE_HEADER + size) * 8.0 / q.rate;
-    send_on(host, 0, new_packet(h, size), true);
+    send_on(host, 0, new_packet(h, size));
     if (q.next_new == q.npkts) { q.done = true; q.finished = now(); }
     return size;
   }
 
   // Loss is declared only by timeout (never at a gap): packets unacknowledged for `rto`.
+  double rto_now(const Qp& q) const { return rto * double(1u << q.backoff); }
+
+  // Packets unacknowledged for the RTO are lost (go-back-N: with every one sent after the
+  // first of them); the RTO doubles on each expiry up to 2^rto_max_backoff and is back at
+  // `rto` after an acknowledgement.
   void check_timeout(int id) {
     Qp& q = qps_[id];
     q.timer_armed = false;
     if (q.done) return;
-    double t = now(), oldest = -1;
+    double t = now(), oldest = -1, limit = rto_now(q);
     bool fired = false;
     while (q.first_unacked < q.npkts && pkts_[q.base + q.first_unacked].acked) q.first_unacked++;
     for (uint32_t psn = q.first_unacked; psn < q.next_new; psn++) {
       if (pkts_[q.base + psn].acked || pkts_[q.base + psn].lost) continue;
-      if (t - pkts_[q.base + psn].sent_at >= rto - 1e-12) {
+      if (t - pkts_[q.base + psn].sent_at >= limit - 1e-12) {
+        if (q.gbn) { go_back(q, psn); fired = true; break; }
         pkts_[q.base + psn].lost = 1; q.inflight--; q.retx.push_back(psn);
         fired = true;
         if (q.mode == REPS) {        // a timeout evicts the entropy that led into it
@@ -843,14 +1078,15 @@ class Fabric {
     }
     if (fired) {
       q.timeouts++; timeouts++;
+      q.backoff = std::min(q.backoff + 1, rto_max_backoff);
       if (q.mode == ECMP) q.sport = SPORT_MIN | (rng_() & SPORT_MASK);   // re-hash, as Linux's txhash rethink
       if (q.mode == PINNED && on_timeout) on_timeout(q.id);
       wake(q.src);
     }
     if (fired || oldest >= 0) {
       q.timer_armed = true;
-      if (fired) schedule_lane(clock::ps(rto), TIMEOUT, id);
-      else schedule_ticks(clock::ps(std::max(1e-9, oldest + rto - t)), TIMEOUT, id);
+      if (fired) schedule_lane(clock::ps(rto_now(q)), TIMEOUT, id);
+      else schedule_ticks(clock::ps(std::max(1e-9, oldest + limit - t)), TIMEOUT, id);
     }
   }
 
@@ -905,6 +1141,7 @@ class Fabric {
   std::vector<std::unordered_map<uint32_t, int>> host_port_;
   std::vector<std::unordered_map<PinKey, int, PinHash>> pins_;
   std::vector<uint32_t> node_ip_;
+  std::vector<double> buffer_used_;         // PFC: shared buffer bytes in use, per switch
   std::vector<Nic> nic_;
   std::vector<Qp> qps_;
   std::vector<PktState> pkts_;
@@ -932,13 +1169,38 @@ const Field FIELDS[] = {
     {"line_bps", &Fabric::line_bps, nullptr, nullptr, nullptr, true},
     {"rto", &Fabric::rto, nullptr, nullptr, nullptr, true},
     {"ecn_pmax", &Fabric::ecn_pmax, nullptr, nullptr, nullptr, true},
+    {"cnp_interval", &Fabric::cnp_interval, nullptr, nullptr, nullptr, true},
+    {"dcqcn_g", &Fabric::dcqcn_g, nullptr, nullptr, nullptr, true},
+    {"alpha_resume", &Fabric::alpha_resume, nullptr, nullptr, nullptr, true},
+    {"rate_decrease_interval", &Fabric::rate_decrease_interval, nullptr, nullptr, nullptr, true},
+    {"rp_timer", &Fabric::rp_timer, nullptr, nullptr, nullptr, true},
+    {"byte_counter", &Fabric::byte_counter, nullptr, nullptr, nullptr, true},
+    {"rate_ai", &Fabric::rate_ai, nullptr, nullptr, nullptr, true},
+    {"rate_hai", &Fabric::rate_hai, nullptr, nullptr, nullptr, true},
+    {"min_rate", &Fabric::min_rate, nullptr, nullptr, nullptr, true},
+    {"buffer_bytes", &Fabric::buffer_bytes, nullptr, nullptr, nullptr, true},
+    {"pfc_alpha", &Fabric::pfc_alpha, nullptr, nullptr, nullptr, true},
+    {"headroom_bytes", &Fabric::headroom_bytes, nullptr, nullptr, nullptr, true},
+    {"pfc_resume_bytes", &Fabric::pfc_resume_bytes, nullptr, nullptr, nullptr, true},
     {"ecn_kmin", nullptr, &Fabric::ecn_kmin, nullptr, nullptr, true},
     {"ecn_kmax", nullptr, &Fabric::ecn_kmax, nullptr, nullptr, true},
     {"window", nullptr, &Fabric::window, nullptr, nullptr, true},
     {"reps_cache", nullptr, &Fabric::reps_cache, nullptr, nullptr, true},
+    {"gbn_modes", nullptr, &Fabric::gbn_modes, nullptr, nullptr, true},
+    {"rto_max_backoff", nullptr, &Fabric::rto_max_backoff, nullptr, nullptr, true},
+    {"fast_recovery", nullptr, &Fabric::fast_recovery, nullptr, nullptr, true},
     {"cc", nullptr, nullptr, nullptr, &Fabric::cc, true},
+    {"pfc", nullptr, nullptr, nullptr, &Fabric::pfc, true},
     {"max_queue_bytes", nullptr, &Fabric::max_queue_bytes, nullptr, nullptr, false},
+    {"max_buffer_bytes", &Fabric::max_buffer_bytes, nullptr, nullptr, nullptr, false},
+    {"max_ingress_bytes", &Fabric::max_ingress_bytes, nullptr, nullptr, nullptr, false},
+    {"drop_injected", nullptr, nullptr, &Fabric::drop_injected, nullptr, false},
+    {"min_rate_seen", &Fabric::min_rate_seen, nullptr, nullptr, nullptr, false},
     {"dropped", nullptr, nullptr, &Fabric::dropped, nullptr, false},
+    {"drop_failed", nullptr, nullptr, &Fabric::drop_failed, nullptr, false},
+    {"drop_queue", nullptr, nullptr, &Fabric::drop_queue, nullptr, false},
+    {"drop_buffer", nullptr, nullptr, &Fabric::drop_buffer, nullptr, false},
+    {"drop_noroute", nullptr, nullptr, &Fabric::drop_noroute, nullptr, false},
     {"marked", nullptr, nullptr, &Fabric::marked, nullptr, false},
     {"timeouts", nullptr, nullptr, &Fabric::timeouts, nullptr, false},
     {"retransmitted", nullptr, nullptr, &Fabric::retransmitted, nullptr, false},
@@ -946,6 +1208,12 @@ const Field FIELDS[] = {
     {"duplicates", nullptr, nullptr, &Fabric::duplicates, nullptr, false},
     {"mcast_copies", nullptr, nullptr, &Fabric::mcast_copies, nullptr, false},
     {"agg_results", nullptr, nullptr, &Fabric::agg_results, nullptr, false},
+    {"out_of_order", nullptr, nullptr, &Fabric::out_of_order, nullptr, false},
+    {"naks", nullptr, nullptr, &Fabric::naks, nullptr, false},
+    {"cnps", nullptr, nullptr, &Fabric::cnps, nullptr, false},
+    {"rate_cuts", nullptr, nullptr, &Fabric::rate_cuts, nullptr, false},
+    {"pauses", nullptr, nullptr, &Fabric::pauses, nullptr, false},
+    {"resumes", nullptr, nullptr, &Fabric::resumes, nullptr, false},
 };
 const Field* field(const char* name) {
   for (const Field& f : FIELDS)
@@ -996,6 +1264,7 @@ void mls_add_pin(Fabric* e, int sw, uint32_t src, uint32_t dst, uint16_t sport, 
   e->add_pin(sw, src, dst, sport, port);
 }
 void mls_fail_port(Fabric* e, int node, int port) { e->fail_port(node, port); }
+void mls_lose_one(Fabric* e, int node, int port, int64_t after) { e->lose_one(node, port, after); }
 void mls_seed(Fabric* e, uint32_t s) { e->seed(s); }
 
 int mls_add_job(Fabric* e) { return e->add_job(); }
@@ -1023,6 +1292,9 @@ double mls_qp_finished(const Fabric* e, int q) { return e->qp_finished(q); }
 uint64_t mls_qp_received(const Fabric* e, int q) { return e->qp_received(q); }
 uint64_t mls_tx(const Fabric* e, int node, int port) { return e->tx(node, port); }
 uint64_t mls_tx_data(const Fabric* e, int node, int port) { return e->tx_data(node, port); }
+uint64_t mls_drops(const Fabric* e, int node, int port) { return e->drops(node, port); }
+uint64_t mls_paused_ps(const Fabric* e, int node, int port) { return e->paused_ps(node, port); }
+double mls_qp_rate(const Fabric* e, int q) { return e->qp_rate(q); }
 
 void mls_add_mcast(Fabric* e, uint32_t group, int sw, const int* ports, int n) {
   e->add_mcast(group, sw, std::vector<int>(ports, ports + n));

@@ -36,9 +36,20 @@ constexpr uint8_t UDP = {rocev2.UDP};
 }}
 """
 MCAST = 8                         # engine.cpp's Flags::MCAST: a raw send that is multicast
-CONFIG = ("line_bps", "rto", "ecn_pmax", "ecn_kmin", "ecn_kmax", "window", "reps_cache", "cc")
-COUNTERS = ("max_queue_bytes", "dropped", "marked", "timeouts", "retransmitted",
-            "packets_sent", "duplicates", "mcast_copies", "agg_results")
+CONFIG = ("line_bps", "rto", "ecn_pmax", "cnp_interval", "dcqcn_g", "alpha_resume",
+          "rate_decrease_interval", "rp_timer", "byte_counter", "rate_ai", "rate_hai", "min_rate",
+          "buffer_bytes", "pfc_alpha", "headroom_bytes", "pfc_resume_bytes", "ecn_kmin",
+          "ecn_kmax", "window", "reps_cache", "gbn_modes", "rto_max_backoff", "fast_recovery",
+          "cc", "pfc")
+COUNTERS = ("max_queue_bytes", "max_buffer_bytes", "max_ingress_bytes", "drop_injected",
+            "min_rate_seen", "dropped", "drop_failed", "drop_queue", "drop_buffer",
+            "drop_noroute", "marked", "timeouts", "retransmitted", "packets_sent", "duplicates",
+            "mcast_copies", "agg_results", "out_of_order", "naks", "cnps", "rate_cuts", "pauses",
+            "resumes")
+FLOATS = ("max_ingress_bytes", "line_bps", "rto", "ecn_pmax", "cnp_interval", "dcqcn_g",
+          "alpha_resume", "rate_decrease_interval", "rp_timer", "byte_counter", "rate_ai",
+          "rate_hai", "min_rate", "buffer_bytes", "pfc_alpha", "headroom_bytes",
+          "pfc_resume_bytes", "max_buffer_bytes", "min_rate_seen")
 
 CB3 = ctypes.CFUNCTYPE(None, c_int, c_int, c_int)
 CB2 = ctypes.CFUNCTYPE(None, c_int, c_int)
@@ -59,6 +70,7 @@ SIGNATURES = {
     "mls_set_host_port": (None, [c_int, c_uint32, c_int]),
     "mls_add_pin": (None, [c_int, c_uint32, c_uint32, c_uint16, c_int]),
     "mls_fail_port": (None, [c_int, c_int]), "mls_seed": (None, [c_uint32]),
+    "mls_lose_one": (None, [c_int, c_int, c_int64]),
     "mls_add_job": (c_int, []), "mls_add_step": (None, [c_int, c_int, c_uint64]),
     "mls_start_rank": (None, [c_int, c_int]), "mls_timer": (None, [c_double, c_int]),
     "mls_add_qp": (c_int, [c_int, c_int, c_int, c_int, c_uint64, c_uint32, c_uint16, c_int]),
@@ -70,6 +82,8 @@ SIGNATURES = {
     "mls_qp_started": (c_double, [c_int]), "mls_qp_finished": (c_double, [c_int]),
     "mls_qp_received": (c_uint64, [c_int]),
     "mls_tx": (c_uint64, [c_int, c_int]), "mls_tx_data": (c_uint64, [c_int, c_int]),
+    "mls_drops": (c_uint64, [c_int, c_int]), "mls_paused_ps": (c_uint64, [c_int, c_int]),
+    "mls_qp_rate": (c_double, [c_int]),
     "mls_add_mcast": (None, [c_uint32, c_int, _IP, c_int]),
     "mls_raw_send": (None, [c_int, c_int, c_int, c_uint32, c_uint8, c_uint64, c_uint32,
                             c_double]),
@@ -124,8 +138,7 @@ class Engine:
             if self._lib.mls_get(self._e, name.encode(), ctypes.byref(out)) != 0:
                 raise AttributeError(f"engine.cpp has no field {name}")
             v = out.value
-            return bool(v) if name == "cc" else (v if name in ("line_bps", "rto", "ecn_pmax")
-                                                  else int(v))
+            return bool(v) if name in ("cc", "pfc") else (v if name in FLOATS else int(v))
         raise AttributeError(name)
 
     def __setattr__(self, name: str, value) -> None:
@@ -175,6 +188,10 @@ class Engine:
 
     def fail_port(self, node: int, port: int) -> None:
         self._lib.mls_fail_port(self._e, node, port)
+
+    def lose_one(self, node: int, port: int, after: int) -> None:
+        """The data packet sent onto (node, port) after `after` more is lost."""
+        self._lib.mls_lose_one(self._e, node, port, after)
 
     def seed(self, s: int) -> None:
         self._lib.mls_seed(self._e, s)
@@ -259,6 +276,18 @@ class Engine:
 
     def tx_data(self, node: int, port: int) -> int:
         return self._lib.mls_tx_data(self._e, node, port)
+
+    def drops(self, node: int, port: int) -> int:
+        """Packets dropped at (node, port): sent onto its failed link or refused by its queue."""
+        return self._lib.mls_drops(self._e, node, port)
+
+    def paused_s(self, node: int, port: int) -> float:
+        """Seconds (node, port) was paused by PFC in all (up to its last RESUME)."""
+        return self._lib.mls_paused_ps(self._e, node, port) * 1e-12
+
+    def qp_rate(self, q: int) -> float:
+        """QP q's DCQCN rate now, bits per second."""
+        return self._lib.mls_qp_rate(self._e, q)
 
     def route_of(self, sw: int, src: int, dst: int, proto: int, sport: int, dport: int) -> int:
         return self._lib.mls_route_of(self._e, sw, src, dst, proto, sport, dport)

@@ -48,16 +48,67 @@ class LinkSpec:
         return self.gbps * 1e9
 
 
+RECEIVERS = ("auto", "gbn", "sr")
+
+
 @dataclass(frozen=True)
 class Transport:
+    """The hosts' RoCE transport and the switches' ECN and PFC (sim/README.md, "What it
+    models", gives each default's source). None: derived from the link rate as HPCC's ns-3
+    scripts derive it (`per_rate`)."""
     mtu: int = 4096                  # RoCE payload bytes per packet
     window: int = 64                 # packets in flight per QP
-    rto_s: float = 100e-6            # retransmission timeout (loss is declared only by it)
-    cc: bool = True                  # DCQCN-like rate control on ECN echoes
-    ecn_kmin: int = 100_000          # bytes queued where marking starts (RED-like ramp)
-    ecn_kmax: int = 400_000
+    rto_s: float = 100e-6            # retransmission timeout, doubled on each expiry
+    rto_max_backoff: int = 6         # ... up to rto_s * 2^6
+    # go-back-N (RoCE's) or selective repeat; auto: each policy with the receiver its authors
+    # assume (ecmp and ethereal go-back-N, spray and reps selective repeat)
+    receiver: str = "auto"
+    cc: bool = True                  # DCQCN
+    cnp_interval_s: float = 50e-6    # the receiver's CNPs: at most one per QP per interval
+    dcqcn_g: float = 1 / 256
+    alpha_resume_s: float = 1e-6
+    rate_decrease_interval_s: float = 4e-6
+    rp_timer_s: float = 300e-6
+    byte_counter: int = 10_000_000
+    fast_recovery: int = 1
+    rate_ai_bps: float | None = None     # 5 Mb/s per 25 Gb/s of line rate
+    rate_hai_bps: float | None = None    # 50 Mb/s per 25 Gb/s
+    min_rate_bps: float = 1e9
+    ecn_kmin: int | None = None      # bytes queued where marking starts: 100 KB per 25 Gb/s
+    ecn_kmax: int | None = None      # ... where it reaches ecn_pmax: 400 KB per 25 Gb/s
     ecn_pmax: float = 0.2
+    pfc: bool = True                 # PFC on the switches' shared buffer
+    buffer_bytes: int | None = None  # per switch: 16 MB per 50 Gb/s
+    pfc_alpha: float = 1 / 8         # the dynamic threshold: this fraction of the free buffer
     reps_cache: int = 8              # REPS's recycled-entropy cache (entries)
+
+    def __post_init__(self) -> None:
+        if self.receiver not in RECEIVERS:
+            raise ValueError(f"receiver must be one of {RECEIVERS}, got {self.receiver!r}")
+
+    def per_rate(self, bps: float) -> dict[str, float]:
+        """The rate-derived settings at line rate `bps` (HPCC's ns-3 run.py scales its DCQCN
+        and ECN settings per 25 Gb/s of NIC rate, its buffer per 50 Gb/s)."""
+        k = bps / 25e9
+
+        def pick(value, derived):
+            return derived if value is None else value
+
+        return {"rate_ai": pick(self.rate_ai_bps, 5e6 * k),
+                "rate_hai": pick(self.rate_hai_bps, 50e6 * k),
+                "ecn_kmin": pick(self.ecn_kmin, round(100_000 * k)),
+                "ecn_kmax": pick(self.ecn_kmax, round(400_000 * k)),
+                "buffer_bytes": pick(self.buffer_bytes, round(16e6 * bps / 50e9))}
+
+    def gbn_modes(self) -> int:
+        """engine.cpp's gbn_modes: a bit per entropy mode whose QPs get go-back-N receivers."""
+        gbn = {"auto": ("ecmp", "pinned"), "gbn": tuple(MODES), "sr": ()}[self.receiver]
+        return sum(1 << MODES[m] for m in gbn)
+
+    def receiver_of(self, policy: str) -> str:
+        """The receiver a policy's QPs get: go-back-N or selective repeat."""
+        mode = "pinned" if policy == "ethereal" else policy
+        return "go-back-N" if self.gbn_modes() >> MODES[mode] & 1 else "selective repeat"
 
 
 class SimFabric:
@@ -75,12 +126,22 @@ class SimFabric:
         self.index = {n: i for i, n in enumerate(self.names)}
         e = Engine()
         self.engine = e
+        t, derived = transport, transport.per_rate(link.bps)
         e.line_bps = link.bps
-        e.rto = transport.rto_s
-        e.window = transport.window
-        e.cc = transport.cc
-        e.ecn_kmin, e.ecn_kmax, e.ecn_pmax = transport.ecn_kmin, transport.ecn_kmax, transport.ecn_pmax
-        e.reps_cache = transport.reps_cache
+        e.rto, e.rto_max_backoff, e.window = t.rto_s, t.rto_max_backoff, t.window
+        e.gbn_modes = t.gbn_modes()
+        e.cc, e.cnp_interval, e.dcqcn_g = t.cc, t.cnp_interval_s, t.dcqcn_g
+        e.alpha_resume, e.rate_decrease_interval = t.alpha_resume_s, t.rate_decrease_interval_s
+        e.rp_timer, e.byte_counter, e.fast_recovery = t.rp_timer_s, t.byte_counter, t.fast_recovery
+        e.rate_ai, e.rate_hai, e.min_rate = derived["rate_ai"], derived["rate_hai"], t.min_rate_bps
+        e.ecn_kmin, e.ecn_kmax, e.ecn_pmax = derived["ecn_kmin"], derived["ecn_kmax"], t.ecn_pmax
+        e.pfc, e.buffer_bytes, e.pfc_alpha = t.pfc, derived["buffer_bytes"], t.pfc_alpha
+        wire = HEADER_BYTES + t.mtu
+        # headroom: what is in flight on the cable both ways when the PAUSE leaves, and two
+        # packets (one on the wire at each end); RESUME two packets below the threshold
+        e.headroom_bytes = 2 * link.bps * link.delay_ns * 1e-9 / 8 + 2 * wire
+        e.pfc_resume_bytes = 2 * wire
+        e.reps_cache = t.reps_cache
         e.seed(seed)
         e.set_links(round(link.bps), round(link.delay_ns * 1000), link.queue_packets)
         for i in range(len(self.names)):

@@ -26,6 +26,12 @@ def _case(r: dict) -> tuple:
     return (r["collective"], size_text(r["size_bytes"]), ",".join(r["failed_links"]) or "-")
 
 
+def _receiver(row: dict) -> str:
+    """go-back-N or selective repeat ("gbn", "sr"), and what else decided the run's losses."""
+    short = {"go-back-N": "gbn", "selective repeat": "sr"}.get(row.get("receiver"), "-")
+    return short + ("+pfc" if row.get("pfc") else "") + ("+dcqcn" if row.get("dcqcn") else "")
+
+
 def table(rows: list[dict]) -> str:
     return format_table(*table_rows(rows))
 
@@ -36,13 +42,13 @@ def table_rows(rows: list[dict]) -> tuple[list, list]:
     ccts: dict[tuple, list[float]] = defaultdict(list)
     agg: dict[tuple, dict] = defaultdict(lambda: defaultdict(float))
     for r in rows:
-        key = (*_case(r), r["policy"])
+        key = (*_case(r), r["policy"], _receiver(r))
         ccts[key].append(r["cct_s"] if r["ok"] else float("inf"))
         for f in ("retransmitted", "timeouts", "uplink_imbalance", "wall_s", "events"):
             agg[key][f] += r[f]
         agg[key]["n"] += 1
         agg[key]["ok"] = agg[key].get("ok", 1) and r["ok"]
-    head = ["collective", "size/rank", "failed", "policy", "CCT median us", "vs ecmp",
+    head = ["collective", "size/rank", "failed", "policy", "receiver", "CCT median us", "vs ecmp",
             "vs ethereal", "retx", "timeouts", "busiest uplink", "events/s", "done"]
     lines = []
     for key, values in ccts.items():
@@ -50,7 +56,7 @@ def table_rows(rows: list[dict]) -> tuple[list, list]:
         a = agg[key]
 
         def rel(policy: str, key=key, med=med) -> str:
-            base = ccts.get((*key[:3], policy))
+            base = next((v for k, v in ccts.items() if k[:4] == (*key[:3], policy)), None)
             return f"{med / statistics.median(base):.2f}x" if base else "-"
 
         lines.append([*key, f"{med * 1e6:.1f}" if med != float("inf") else "unfinished",
