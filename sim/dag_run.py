@@ -74,6 +74,7 @@ class DagRun:
         self.fab = SimFabric(topo, link, transport or training_transport(), seed=seed + 1)
         self.sender = Policy(self.fab, policy, seed)
         self.sched = Scheduler(wl)
+        self.bound = compute_bound(wl)      # before the fabric runs: a deadlock is refused here
         self.names = [h.name for h in self.fab.hosts]
         e = self.e = self.fab.engine
         e.on_arrive, e.on_done = self._arrive, self._done
@@ -82,7 +83,7 @@ class DagRun:
         self.timers: dict[int, object] = {}
         self.tid = 0
         self.colls: dict[tuple, _Collective] = {}
-        self.p2p: dict[tuple, dict] = defaultdict(dict)
+        self.p2p: dict[tuple, object] = {}       # message -> its posted receive, or "arrived"
         self.finish_at = [0.0] * wl.n
         self.done_q: deque = deque()
         self.draining = False
@@ -152,23 +153,24 @@ class DagRun:
         elif op.kind == SEND:
             self._send(rank, op)
         else:
-            key = (op.peer, rank, op.tag)
-            self.p2p[key]["recv"] = (rank, op)
-            if self.p2p[key].get("arrived"):
+            key = self.sched.message(rank, op)
+            if self.p2p.pop(key, None) == "arrived":
                 self.finish(rank, op)
-                del self.p2p[key]
+            else:
+                self.p2p[key] = (rank, op)
 
     def _delivered(self, key: tuple) -> None:
-        st = self.p2p[key]
-        st["arrived"] = True
-        if "recv" in st:
-            self.finish(*st["recv"])
-            del self.p2p[key]
+        """A message's bytes arrived: its receive finishes now if posted, else when it is."""
+        posted = self.p2p.pop(key, None)
+        if posted is None:
+            self.p2p[key] = "arrived"
+        else:
+            self.finish(*posted)
 
     def _send(self, rank: int, op: Op) -> None:
         g = self.wl.gpus_per_host
-        src, dst, key = rank // g, op.peer // g, (rank, op.peer, op.tag)
-        if src == dst:
+        src, dst, key = rank // g, op.peer // g, self.sched.message(rank, op)
+        if src == dst or op.bytes == 0:
             def copied():
                 self.finish(rank, op)
                 self._delivered(key)
@@ -213,7 +215,7 @@ class DagRun:
         """A ring over phase.ranks ranks laid host by host: each step, each host's last rank
         sends one chunk to the next host's first."""
         n, k = phase.ranks, len(hosts)
-        chunk = phase.bytes // n
+        chunk = max(1, phase.bytes // n)     # a buffer smaller than the ring still moves
         for h in hosts:
             for _ in range(RINGS[phase.algorithm] * (n - 1)):
                 self.e.add_step(job, h, chunk)
@@ -303,7 +305,7 @@ class DagRun:
         e, n_hosts = self.e, -(-self.wl.n // self.wl.gpus_per_host)
         nic = [self.fab.port_bytes(self.names[h], 0) for h in range(n_hosts)]
         iteration = max(self.finish_at)
-        bound = compute_bound(self.wl)
+        bound = self.bound
         events = self.fab.events()
         row = {
             "workload": self.wl.name, "gpus": self.wl.n, "gpus_per_host": self.wl.gpus_per_host,
@@ -340,7 +342,11 @@ class _Collective:
     def arrive(self, rank: int, op: Op) -> None:
         h = rank // self.run.wl.gpus_per_host
         self.waiting[h].append((rank, op))
-        if len(self.waiting[h]) == self.sp.m:
+        if op.bytes == 0:               # nothing to move: a barrier over the whole group
+            if sum(map(len, self.waiting.values())) == self.sp.n:
+                for host in list(self.waiting):
+                    self.phase(host, len(self.phases))
+        elif len(self.waiting[h]) == self.sp.m:
             self.phase(h, 0)
 
     def phase(self, h: int, i: int) -> None:

@@ -10,12 +10,19 @@ a oneof of scalar values (odd numbers 3-31) and lists (even numbers 4-32, each a
 
 What a node becomes (`workloads.dag.Op`):
 - COMP_NODE: compute of `duration_micros` (or `num_ops` FLOPs at `flops_s` when it has no
-  duration); METADATA / MEM_LOAD / MEM_STORE nodes: compute of their duration (usually 0).
+  duration); METADATA nodes: compute of their duration (usually 0).
 - COMM_COLL_NODE: the collective of attr `comm_type` (ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER,
-  ALL_TO_ALL) and `comm_size` bytes, over the ranks of its process group (attr `pg_name`,
-  resolved from the metadata's `pg:<name>` lists or an ASTRA-sim communicator-group JSON),
-  or over every rank without one.
-- COMM_SEND_NODE / COMM_RECV_NODE: a transfer to `comm_dst` / from `comm_src`, `comm_tag`.
+  ALL_TO_ALL) over the ranks of its process group (attr `pg_name`, resolved from the
+  metadata's `pg:<name>` lists or an ASTRA-sim communicator-group JSON), or over every rank
+  without one. `comm_size` is read as ASTRA-sim reads it: each NPU's input buffer for every
+  type (its ring all-gather ends with `comm_size` x ranks), so an all-gather's DAG size (the
+  gathered result) is `comm_size` x len(group).
+- COMM_SEND_NODE / COMM_RECV_NODE: a message to `comm_dst` / from `comm_src` with `comm_tag`,
+  eager and matched in order per (src, dst, tag) (`workloads.dag`).
+- Refused, naming the node, because the simulator does not model them: MEM_LOAD / MEM_STORE
+  nodes (ASTRA-sim's remote-memory backend), the collectives REDUCE, GATHER, SCATTER,
+  BROADCAST, REDUCE_SCATTER_BLOCK and BARRIER, and `involved_dim` lists that leave out a
+  dimension (this fabric has one network dimension).
 - Dependencies: data and control deps alike. Streams: attr `stream` when the trace has one
   (this writer's); otherwise compute nodes share one stream and every communication node
   has its own (ASTRA-sim issues a communication node as soon as its deps are done).
@@ -120,8 +127,15 @@ def _scalar(field: int, wire: int, raw):
     if field == 27:
         return bool(raw)
     if field == 29:
-        return raw.decode()
+        return _text(raw, "a string attribute")
     return raw                                  # 31: bytes
+
+
+def _text(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode()
+    except UnicodeDecodeError as err:
+        raise _Malformed(f"{what} is not UTF-8 (byte {err.start}: {raw[:40]!r})") from None
 
 
 def _list(field: int, raw: bytes) -> list:
@@ -152,7 +166,7 @@ def _attrs(raws: list[bytes]) -> dict:
         name, value = None, None
         for f, wire, v in _fields(raw):
             if f == 1:
-                name = v.decode()
+                name = _text(v, "an attribute name")
             elif 3 <= f <= 32:
                 value = _list(f, v) if f % 2 == 0 else _scalar(f, wire, v)
         if name is None:
@@ -177,7 +191,7 @@ def _node(buf: bytes) -> dict:
         if f == 1:
             node["id"] = v
         elif f == 2:
-            node["name"] = v.decode(errors="replace")
+            node["name"] = _text(v, "the node's name")
         elif f == 3:
             node["type"] = v
         elif f in (4, 5):
@@ -297,7 +311,8 @@ def write(wl: Workload, prefix: str | Path) -> list[Path]:
                 attrs["duration_s"] = float(op.duration_s)
             elif op.kind == COLLECTIVE:
                 ntype = COMM_COLL
-                attrs.update(comm_type=kinds[op.coll], comm_size=op.bytes,
+                size = op.bytes // len(op.group) if op.coll == "all-gather" else op.bytes
+                attrs.update(comm_type=kinds[op.coll], comm_size=size,
                              pg_name=groups[op.group])
             else:
                 ntype = COMM_SEND if op.kind == SEND else COMM_RECV
@@ -376,7 +391,10 @@ def _op(node: dict, rank: int, n: int, groups: dict, flops_s: float) -> Op:
     a, t = node["attr"], node["type"]
     deps = tuple(dict.fromkeys(node["deps"]))
     base = dict(id=node["id"], name=node["name"] or f"node-{node['id']}", deps=deps)
-    if t in (COMP, METADATA, MEM_LOAD, MEM_STORE):
+    if t in (MEM_LOAD, MEM_STORE):
+        raise ChakraError("memory load/store nodes (ASTRA-sim's remote-memory backend) are not "
+                          "modelled")
+    if t in (COMP, METADATA):
         if "duration_s" in a:
             dur = float(a["duration_s"])
         elif node["duration_micros"] or t != COMP:
@@ -399,8 +417,15 @@ def _op(node: dict, rank: int, n: int, groups: dict, flops_s: float) -> Op:
         else:
             raise ChakraError(f"process group {pg!r} is not defined (give the metadata's "
                               f"pg:<name> lists or a communicator-group JSON)")
-        return Op(kind=COLLECTIVE, stream=stream, coll=COMM_TYPES[kind],
-                  bytes=_int(a, "comm_size", node), group=group, **base)
+        dims = a.get("involved_dim")
+        if isinstance(dims, list) and not all(dims):
+            raise ChakraError(f"involved_dim {dims} leaves out a network dimension (this "
+                              f"fabric has one)")
+        size = _int(a, "comm_size", node)
+        if COMM_TYPES[kind] == "all-gather":
+            size *= len(group)
+        return Op(kind=COLLECTIVE, stream=stream, coll=COMM_TYPES[kind], bytes=size,
+                  group=group, **base)
     if t in (COMM_SEND, COMM_RECV):
         send = t == COMM_SEND
         peer = _int(a, "comm_dst" if send else "comm_src", node)

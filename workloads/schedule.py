@@ -2,7 +2,8 @@
 
 `Scheduler` answers "what became ready" as ops finish; executors (the analytic one below,
 `sim/dag_run.py` on ns-3) decide how long each op takes. A collective is matched across its
-group here (`instance`), so every executor agrees on which ops form one collective.
+group here (`instance`), and each send with its receive (`message`: the k-th send of a
+(src, dst, tag) meets the k-th receive), so every executor agrees on what meets what.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ class Scheduler:
         self.users: list[dict[int, list[int]]] = [defaultdict(list) for _ in wl.ranks]
         self.queue: list[dict[str, deque]] = [defaultdict(deque) for _ in wl.ranks]
         self.seq: dict[tuple[int, int], tuple] = {}      # (rank, op id) -> collective instance
-        issued: dict[tuple[int, tuple], int] = defaultdict(int)
+        self.msg: dict[tuple[int, int], tuple] = {}      # (rank, op id) -> (src, dst, tag, k)
+        issued: dict[tuple, int] = defaultdict(int)
         for r, ops in enumerate(wl.ranks):
             for o in ops:
                 for d in set(o.deps):
@@ -32,6 +34,11 @@ class Scheduler:
                     k = issued[(r, o.group)]
                     issued[(r, o.group)] += 1
                     self.seq[(r, o.id)] = (o.group, k)
+                elif o.kind in (SEND, RECV):
+                    key = (r, o.peer, o.tag) if o.kind == SEND else (o.peer, r, o.tag)
+                    k = issued[(o.kind, key)]
+                    issued[(o.kind, key)] += 1
+                    self.msg[(r, o.id)] = (*key, k)
         self.left = sum(len(ops) for ops in wl.ranks)
         self._check_instances()
 
@@ -53,6 +60,23 @@ class Scheduler:
 
     def instance(self, rank: int, op: Op) -> tuple:
         return self.seq[(rank, op.id)]
+
+    def message(self, rank: int, op: Op) -> tuple:
+        """(src, dst, tag, k): the same for a send and the receive it meets."""
+        return self.msg[(rank, op.id)]
+
+    def blocked(self, limit: int = 4) -> str:
+        """The first ops of streams that never ran, for a deadlock's message: each waits on
+        its dependencies or, ready itself, on a peer that never issued its half."""
+        out = []
+        for r in range(self.wl.n):
+            for q in self.queue[r].values():
+                if q and len(out) < limit:
+                    o = self.op[r][q[0]]
+                    why = ("waits on its dependencies" if self.waiting[r][o.id] else
+                           f"a {o.kind} its peers never met")
+                    out.append(f"rank {r} op {o.id} ({o.name}): {why}")
+        return "; ".join(out)
 
     def _ready(self, rank: int, oid: int) -> bool:
         o = self.op[rank][oid]
@@ -81,14 +105,16 @@ class Scheduler:
 
 def run_analytic(wl: Workload, comm_s: Callable[[Op], float]) -> dict:
     """Iteration time when a collective takes `comm_s(op)` once its last member issued it and a
-    transfer takes `comm_s(send)` from when both ends are ready: no contention between them.
-    `comm_s = lambda op: 0.0` gives the compute-only bound."""
+    message takes `comm_s(send)` from when its send starts (eager: the receive need not be
+    posted): no contention between them. `comm_s = lambda op: 0.0` gives the compute-only
+    bound."""
     sched = Scheduler(wl)
     t, events = 0.0, []
     counter = 0
     finish_at = [0.0] * wl.n
     arrived: dict[tuple, list[tuple[int, Op]]] = defaultdict(list)
-    p2p: dict[tuple, dict] = defaultdict(dict)
+    delivered: dict[tuple, float] = {}           # message -> when its bytes arrive
+    posted: dict[tuple, tuple[int, Op]] = {}     # message -> the receive waiting for it
 
     def push(at: float, rank: int, op: Op) -> None:
         nonlocal counter
@@ -104,14 +130,20 @@ def run_analytic(wl: Workload, comm_s: Callable[[Op], float]) -> dict:
             if len(arrived[inst]) == len(op.group):
                 for r, o in arrived.pop(inst):
                     push(t + comm_s(o), r, o)
+        elif op.kind == SEND:
+            key = sched.message(rank, op)
+            at = t + comm_s(op)
+            push(at, rank, op)
+            if key in posted:
+                push(at, *posted.pop(key))
+            else:
+                delivered[key] = at
         else:
-            key = (rank, op.peer, op.tag) if op.kind == SEND else (op.peer, rank, op.tag)
-            p2p[key][op.kind] = op
-            if len(p2p[key]) == 2:
-                ends = p2p.pop(key)
-                took = comm_s(ends[SEND])
-                push(t + took, key[0], ends[SEND])
-                push(t + took, key[1], ends[RECV])
+            key = sched.message(rank, op)
+            if key in delivered:
+                push(max(t, delivered.pop(key)), rank, op)
+            else:
+                posted[key] = (rank, op)
 
     for r, op in sched.start():
         begin(r, op)
@@ -121,8 +153,9 @@ def run_analytic(wl: Workload, comm_s: Callable[[Op], float]) -> dict:
         for r, o in sched.finish(rank, op):
             begin(r, o)
     if sched.left:
-        raise WorkloadError(f"{sched.left} ops never became ready (a dependency cycle, or a "
-                            f"send whose receive waits on it)")
+        raise WorkloadError(f"{sched.left} ops never became ready: ranks wait on each other "
+                            f"(a receive or collective whose peer waits on it): "
+                            f"{sched.blocked()}")
     return {"iteration_s": max(finish_at), "rank_s": finish_at}
 
 
