@@ -107,16 +107,24 @@ def fsdp(model: str | Model, cluster: Cluster, samples_per_gpu: int = 1,
 
 
 def gpt_3d(model: str | Model, cluster: Cluster, pipeline: int, micro_batches: int,
-           micro_batch: int = 1, bytes_per_element: int = 2) -> Workload:
-    """Megatron-style 3D parallelism: tensor parallel over a host's GPUs (t = gpus_per_host),
-    `pipeline` stages on consecutive hosts, data parallel over the rest. Each stage runs 1F1B
-    over `micro_batches`; every layer all-reduces its activations twice in forward and twice
-    in backward inside the tensor group (one collective per stage and micro-batch here, of
-    the stage's layers' bytes); stages exchange activations (forward) and their gradients
-    (backward), 1/t of a micro-batch's activation per tensor rank; after the last backward
-    each rank all-reduces its gradient shard with its data-parallel peers."""
+           micro_batch: int = 1, bytes_per_element: int = 2, *, tensor: int | None = None,
+           recompute: bool = False, grad_bytes: int = 4) -> Workload:
+    """Megatron-LM's 3D parallelism: tensor parallel over `tensor` GPUs of one host (default:
+    all of a host's), `pipeline` stages of consecutive tensor groups, data parallel over the
+    rest. Each stage runs 1F1B over `micro_batches`; every layer all-reduces its activations
+    twice in forward and twice in backward inside the tensor group, twice more with
+    activation recomputation (the forward runs again before the backward; one collective per
+    stage, micro-batch and direction here, of the stage's layers' bytes); stages exchange
+    activations (forward) and their gradients (backward), 1/t of a micro-batch's activation
+    per tensor rank; after the last backward each rank all-reduces its gradient shard with
+    its data-parallel peers in `grad_bytes` per element (4: Megatron-LM reduces bf16
+    training's gradients in fp32; 2 for bf16 reduction). Compute: Megatron-LM's FLOPs
+    (`Model.train_flops`), split evenly over stages and tensor ranks."""
     m = _model(model)
-    t, p = cluster.gpus_per_host, pipeline
+    t, p = tensor or cluster.gpus_per_host, pipeline
+    if cluster.gpus_per_host % t:
+        raise ValueError(f"tensor parallel over {t} GPUs does not fit hosts of "
+                         f"{cluster.gpus_per_host}")
     if cluster.gpus % (t * p):
         raise ValueError(f"{cluster.gpus} GPUs do not split into {p} stages of {t} GPUs")
     if m.layers % p:
@@ -126,12 +134,14 @@ def gpt_3d(model: str | Model, cluster: Cluster, pipeline: int, micro_batches: i
     d = cluster.gpus // (t * p)
     layers = m.layers // p
     act = micro_batch * m.seq * m.hidden * bytes_per_element      # one layer's activation
-    tp_bytes = 2 * layers * act
-    tp_bytes -= tp_bytes % t
+    tp_fwd = 2 * layers * act - 2 * layers * act % t
+    tp_bwd = (4 if recompute else 2) * layers * act
+    tp_bwd -= tp_bwd % t
     p2p = act // t
-    flops = m.train_flops(micro_batch) / (p * t)
-    fwd, bwd = cluster.seconds(flops / 3), cluster.seconds(2 * flops / 3)
-    shard = int(m.params / (p * t)) * bytes_per_element
+    fwd = cluster.seconds(m.forward_flops(micro_batch) / (p * t))
+    bwd = cluster.seconds((m.train_flops(micro_batch, recompute) - m.forward_flops(micro_batch))
+                          / (p * t))
+    shard = int(m.params / (p * t)) * grad_bytes
     shard -= shard % d
 
     def rank(dp: int, s: int, tp: int) -> int:
@@ -142,16 +152,19 @@ def gpt_3d(model: str | Model, cluster: Cluster, pipeline: int, micro_batches: i
         for s in range(p):
             for tp in range(t):
                 ranks[rank(dp, s, tp)] = _stage(
-                    s, p, micro_batches, fwd, bwd, tp_bytes, p2p, shard,
+                    s, p, micro_batches, fwd, bwd, (tp_fwd, tp_bwd), p2p, shard,
                     tp_group=tuple(rank(dp, s, k) for k in range(t)),
                     dp_group=tuple(rank(k, s, tp) for k in range(d)),
                     prev=rank(dp, s - 1, tp) if s else -1,
                     nxt=rank(dp, s + 1, tp) if s < p - 1 else -1).ops
-    return Workload(f"{m.name} 3D (t={t}, p={p}, d={d}, m={micro_batches})", ranks, t, {
+    return Workload(f"{m.name} 3D (t={t}, p={p}, d={d}, m={micro_batches})", ranks,
+                    cluster.gpus_per_host, {
         "model": m.name, "params": m.params, "bytes_per_element": bytes_per_element,
+        "grad_bytes": grad_bytes, "recompute": recompute,
         "tensor": t, "pipeline": p, "data": d, "micro_batches": micro_batches,
-        "stage_fwd_s": fwd, "stage_bwd_s": bwd, "tp_bytes": tp_bytes, "p2p_bytes": p2p,
-        "dp_bytes": shard})
+        "micro_batch": micro_batch, "stage_fwd_s": fwd, "stage_bwd_s": bwd,
+        "tp_bytes": tp_fwd, "tp_bwd_bytes": tp_bwd, "p2p_bytes": p2p, "dp_bytes": shard,
+        "flops": m.train_flops(micro_batch * micro_batches * d, recompute)})
 
 
 def one_f_one_b(stage: int, stages: int, micro: int) -> list[tuple[str, int]]:
@@ -177,8 +190,9 @@ def _stage(s, p, micro, fwd, bwd, tp_bytes, p2p, shard, tp_group, dp_group, prev
             got = r.add(f"recv-act-{i}", RECV, "p2p-recv", peer=prev, tag=2 * i,
                         bytes=p2p) if prev >= 0 else None
             c = r.add(f"forward-{i}", COMPUTE, "compute", (got, last), duration_s=fwd)
-            last = done_f[i] = r.add(f"tp-allreduce-fwd-{i}", COLLECTIVE, "compute", (c,),
-                                     coll="all-reduce", bytes=tp_bytes, group=tp_group)
+            last = done_f[i] = c if len(tp_group) == 1 else r.add(
+                f"tp-allreduce-fwd-{i}", COLLECTIVE, "compute", (c,), coll="all-reduce",
+                bytes=tp_bytes[0], group=tp_group)
             if nxt >= 0:
                 r.add(f"send-act-{i}", SEND, "p2p-send", (last,), peer=nxt, tag=2 * i,
                       bytes=p2p)
@@ -187,8 +201,9 @@ def _stage(s, p, micro, fwd, bwd, tp_bytes, p2p, shard, tp_group, dp_group, prev
                         bytes=p2p) if nxt >= 0 else None
             c = r.add(f"backward-{i}", COMPUTE, "compute", (got, last, done_f[i]),
                       duration_s=bwd)
-            last = r.add(f"tp-allreduce-bwd-{i}", COLLECTIVE, "compute", (c,),
-                         coll="all-reduce", bytes=tp_bytes, group=tp_group)
+            last = c if len(tp_group) == 1 else r.add(
+                f"tp-allreduce-bwd-{i}", COLLECTIVE, "compute", (c,), coll="all-reduce",
+                bytes=tp_bytes[1], group=tp_group)
             if prev >= 0:
                 r.add(f"send-grad-{i}", SEND, "p2p-send", (last,), peer=prev, tag=2 * i + 1,
                       bytes=p2p)

@@ -29,7 +29,8 @@ def test_workload_ddp_buckets_sum_to_the_gradients(model):
 def test_workload_ddp_compute_is_flops_over_achieved_peak():
     m, c = MODELS["bert-large"], Cluster(8, 8, efficiency=0.5)
     wl = data_parallel("bert-large", c, samples_per_gpu=4)
-    want = 6 * m.params * m.seq * 4 / (312e12 * 0.5)
+    b, s, h, lay, v = 4, m.seq, m.hidden, m.layers, m.vocab      # Megatron's count, no recompute
+    want = 72 * b * s * lay * h * h * (1 + s / (6 * h) + v / (12 * lay * h)) / (312e12 * 0.5)
     assert compute_bound(wl) == pytest.approx(want)
 
 
@@ -51,12 +52,17 @@ def test_workload_3d_gpt_bytes_per_collective():
     f = wl.facts
     assert (f["tensor"], f["pipeline"], f["data"]) == (8, 8, 4)
     dp = _colls(wl, prefix="dp-allreduce")[0]
-    assert dp.bytes == pytest.approx(m.params * 2 / (8 * 8), rel=1e-6)      # params / (t p)
+    assert dp.bytes == pytest.approx(m.params * 4 / (8 * 8), rel=1e-6)      # fp32, params / (t p)
     assert len(dp.group) == 4 and len({r // 8 for r in dp.group}) == 4       # across hosts
     tp = _colls(wl, prefix="tp-allreduce")[0]
     assert {r // 8 for r in tp.group} == {0} and len(tp.group) == 8          # inside a host
     layers = m.layers // 8
     assert tp.bytes == 2 * layers * m.seq * m.hidden * 2
+    bwd = _colls(wl, prefix="tp-allreduce-bwd")[0]
+    assert bwd.bytes == tp.bytes                                              # no recompute
+    again = gpt_3d("gpt3-13b", c, pipeline=8, micro_batches=4, recompute=True, grad_bytes=2)
+    assert _colls(again, prefix="tp-allreduce-bwd")[0].bytes == 2 * tp.bytes  # forward again
+    assert _colls(again, prefix="dp-allreduce")[0].bytes == pytest.approx(dp.bytes / 2, abs=4)
     send = next(op for op in wl.ranks[0] if op.kind == SEND)
     assert send.bytes == m.seq * m.hidden * 2 // 8 and send.peer == 8        # next host
     assert any(op.kind == RECV for op in wl.ranks[8])
@@ -81,3 +87,23 @@ def test_workload_generators_reject_what_does_not_fit():
         data_parallel("gpt5", C16)
     with pytest.raises(ValueError, match="do not fill hosts"):
         Cluster(12, 8)
+
+
+def test_workload_megatron_flops_formula_with_and_without_recomputation():
+    m = MODELS["megatron-18.4b"]
+    b, s, h, lay, v = 1024, m.seq, m.hidden, m.layers, m.vocab
+    assert m.train_flops(b, recompute=True) == pytest.approx(
+        96 * b * s * lay * h * h * (1 + s / (6 * h) + v / (16 * lay * h)))
+    assert m.train_flops(b) == pytest.approx(
+        72 * b * s * lay * h * h * (1 + s / (6 * h) + v / (12 * lay * h)))
+    assert m.params == pytest.approx(18.4e9, rel=0.01)
+
+
+def test_workload_megatron_tensor_groups_inside_a_host():
+    wl = gpt_3d("megatron-3.6b", Cluster(32, 8), pipeline=1, micro_batches=2, tensor=2)
+    tp = _colls(wl, prefix="tp-allreduce")[0]
+    assert len(tp.group) == 2 and len({r // 8 for r in tp.group}) == 1
+    dp = _colls(wl, prefix="dp-allreduce")[0]
+    assert len(dp.group) == 16 and len({r // 8 for r in dp.group}) == 4
+    with pytest.raises(ValueError, match="does not fit hosts of 8"):
+        gpt_3d("megatron-3.6b", Cluster(24, 8), pipeline=1, micro_batches=2, tensor=3)
