@@ -56,7 +56,7 @@ class _Net:
 class DagRun:
     def __init__(self, wl: Workload, topo: Topology, policy: str = "ecmp", *,
                  allreduce: str = "ring", allgather: str = "ring",
-                 intra_bytes_s: float = 600e9, link: LinkSpec | None = None,
+                 intra_bytes_s: float = 300e9, link: LinkSpec | None = None,
                  transport: Transport | None = None, seed: int = 0, progress=None) -> None:
         hosts = -(-wl.n // wl.gpus_per_host)
         if len(topo.hosts) < hosts:

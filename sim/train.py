@@ -20,9 +20,9 @@ from sim import args
 from sim.collective import POLICIES
 from sim.dag_run import DagRun, training_transport
 from sim.fabric import LinkSpec
-from workloads import chakra, generators, hierarchy
-from workloads.dag import Workload
-from workloads.models import GPUS, MODELS, Cluster
+from workloads import chakra, generators, hierarchy, megatron, pytorch_et
+from workloads.dag import Workload, WorkloadError
+from workloads.models import EFFICIENCY, GPUS, HOSTS, MODELS, Cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 GB = 1e9
@@ -108,16 +108,37 @@ def finish(rows: list[dict], out_dir: Path, name: str, title: str) -> None:
         raise SystemExit(1)
 
 
-def _workload(model, parallelism, cluster, pipeline, micro_batches, batch) -> Workload:
+GRAD_BYTES = {"fp32": 4, "bf16": 2}
+
+
+def _workload(model, parallelism, cluster, pipeline, micro_batches, batch, *, tensor=None,
+              recompute=False, grad_dtype="fp32") -> Workload:
     try:
         if parallelism == "dp":
             return generators.data_parallel(model, cluster, samples_per_gpu=batch or 32)
         if parallelism == "fsdp":
             return generators.fsdp(model, cluster, samples_per_gpu=batch or 1)
         return generators.gpt_3d(model, cluster, pipeline, micro_batches,
-                                 micro_batch=batch or 1)
+                                 micro_batch=batch or 1, tensor=tensor, recompute=recompute,
+                                 grad_bytes=GRAD_BYTES[grad_dtype])
     except ValueError as err:
         raise click.BadParameter(str(err)) from None
+
+
+def print_megatron_table(out_dir: Path) -> None:
+    """Megatron-LM's table 1 next to this model's prediction (workloads/megatron.py)."""
+    rows = megatron.reproduce()
+    head = ["model", "t", "p", "GPUs", "batch", "micro-batches", "iteration s",
+            "sim TFLOP/s/GPU", "paper TFLOP/s/GPU", "error"]
+    lines = [[r["model"], str(r["t"]), str(r["p"]), str(r["gpus"]), str(r["batch"]),
+              str(r["micro_batches"]), f"{r['iteration_s']:.2f}", f"{r['tflops']:.1f}",
+              f"{r['paper_tflops']:g}", f"{r['error']:+.1%}"] for r in rows]
+    title = (f"Megatron-LM table 1 on DGX A100 (8 x 200 Gb/s, NVLink 300 GB/s per direction), "
+             f"compute efficiency {rows[0]['efficiency']:.3f} calibrated on "
+             f"{rows[0]['calibrated_on']}")
+    text = format_table(head, lines)
+    click.echo(f"\n{title}\n\n{text}")
+    save_output(out_dir / "tables", "train-megatron-table1", title, text)
 
 
 @click.command()
@@ -125,24 +146,38 @@ def _workload(model, parallelism, cluster, pipeline, micro_batches, batch) -> Wo
 @click.option("--parallelism", type=click.Choice(["dp", "fsdp", "3d"]), default="3d",
               show_default=True, help="DDP data parallel, FSDP, or Megatron 3D.")
 @click.option("--gpus", default="256", show_default=True, help="GPU counts, comma-separated.")
-@click.option("--gpus-per-host", type=click.IntRange(1), default=8, show_default=True)
-@click.option("--intra-gbs", default="600", show_default=True,
-              help="Intra-host GB/s per GPU (NVLink A100 600, PCIe Gen4 32), comma-separated.")
+@click.option("--host", "host_kind", type=click.Choice(list(HOSTS)), default="dgx-a100",
+              show_default=True, help="The server: its GPU, GPUs, NICs and NVLink (each "
+              "option below overrides one). Its NICs are simulated as one of their sum.")
+@click.option("--gpus-per-host", type=click.IntRange(1), help="[default: the host's]")
+@click.option("--intra-gbs", help="Intra-host GB/s per GPU and direction, comma-separated "
+              "[default: the host's NVLink: A100 300, H100 450; PCIe Gen4 32].")
 @click.option("--policies", default="ecmp", show_default=True,
               help=f"Comma-separated, of {', '.join(POLICIES)}.")
 @click.option("--allreduce", default="ring", show_default=True,
               help=f"Comma-separated, of {', '.join(hierarchy.ALLREDUCE)}.")
 @click.option("--allgather", default="ring", show_default=True,
               help=f"Comma-separated, of {', '.join(hierarchy.ALLGATHER)}.")
-@click.option("--pipeline", type=click.IntRange(1), default=8, show_default=True,
-              help="3D: pipeline stages (one host each).")
-@click.option("--micro-batches", type=click.IntRange(1), default=4, show_default=True)
+@click.option("--pipeline", type=click.IntRange(1), default=4, show_default=True,
+              help="3D: pipeline stages.")
+@click.option("--tensor", type=click.IntRange(1), help="3D: tensor-parallel GPUs, inside a "
+              "host [default: all of a host's].")
+@click.option("--micro-batches", type=click.IntRange(1), default=16, show_default=True)
+@click.option("--recompute/--no-recompute", default=False, show_default=True,
+              help="3D: full activation recomputation (Megatron-LM's FLOPs 96 vs 72 B s l h²).")
+@click.option("--grad-dtype", type=click.Choice(list(GRAD_BYTES)), default="fp32",
+              show_default=True, help="3D: the gradients' all-reduce type (Megatron-LM "
+              "reduces bf16 training's gradients in fp32).")
 @click.option("--batch", type=click.IntRange(1), help="Samples per GPU (dp 32, fsdp 1) or "
               "per micro-batch (3d 1).")
-@click.option("--gpu", type=click.Choice(list(GPUS)), default="a100", show_default=True)
-@click.option("--efficiency", type=click.FloatRange(0, 1, min_open=True), default=0.4,
-              show_default=True, help="Achieved fraction of the GPU's peak FLOP/s.")
-@click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
+@click.option("--gpu", type=click.Choice(list(GPUS)), help="[default: the host's]")
+@click.option("--efficiency", type=click.FloatRange(0, 1, min_open=True), default=EFFICIENCY,
+              show_default=True, help="Achieved fraction of the GPU's peak FLOP/s (calibrated "
+              "on Megatron-LM's table 1, first row).")
+@click.option("--gbps", type=click.FloatRange(min=1e-6),
+              help="Host network Gb/s per direction [default: the host's NICs together].")
+@click.option("--megatron-table", is_flag=True, help="Print Megatron-LM's table 1 next to "
+              "this model's prediction (no packet simulation) and stop.")
 @click.option("--hosts-per-leaf", type=click.IntRange(1), default=16, show_default=True)
 @click.option("--segment", default="64KiB", show_default=True,
               help="Simulated packet payload (coarser than 4 KiB for speed; sim/README.md).")
@@ -151,12 +186,19 @@ def _workload(model, parallelism, cluster, pipeline, micro_batches, batch) -> Wo
               "segments outlasts 100 us and the timeouts fire spuriously).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
-def train(model, parallelism, gpus, gpus_per_host, intra_gbs, policies, allreduce, allgather,
-          pipeline, micro_batches, batch, gpu, efficiency, gbps, hosts_per_leaf, segment,
-          rto_us, out_dir):
+def train(model, parallelism, gpus, host_kind, gpus_per_host, intra_gbs, policies, allreduce,
+          allgather, pipeline, tensor, micro_batches, recompute, grad_dtype, batch, gpu,
+          efficiency, gbps, megatron_table, hosts_per_leaf, segment, rto_us, out_dir):
     """A model's training iteration on ns-3 under policies and collective algorithms."""
+    if megatron_table:
+        return print_megatron_table(out_dir)
+    host = HOSTS[host_kind]
+    gpu_spec = GPUS[gpu] if gpu else host.gpu
+    gpus_per_host = gpus_per_host or host.gpus
+    gbps = gbps or host.gbps
     counts = args.numbers(gpus, "--gpus", int)
-    intras = [g * GB for g in args.numbers(intra_gbs, "--intra-gbs")]
+    intras = [g * GB for g in args.numbers(intra_gbs, "--intra-gbs")] if intra_gbs else \
+        [gpu_spec.nvlink_bytes_s]
     pols = args.names(policies, POLICIES, "policy", "--policies")
     ars = args.names(allreduce, hierarchy.ALLREDUCE, "all-reduce algorithm", "--allreduce")
     ags = args.names(allgather, hierarchy.ALLGATHER, "all-gather algorithm", "--allgather")
@@ -164,10 +206,11 @@ def train(model, parallelism, gpus, gpus_per_host, intra_gbs, policies, allreduc
     cases = []
     for n, intra in itertools.product(counts, intras):
         try:
-            cluster = Cluster(n, gpus_per_host, GPUS[gpu], efficiency, intra)
+            cluster = Cluster(n, gpus_per_host, gpu_spec, efficiency, intra)
         except ValueError as err:
             raise click.BadParameter(str(err), param_hint="--gpus") from None
-        wl = _workload(model, parallelism, cluster, pipeline, micro_batches, batch)
+        wl = _workload(model, parallelism, cluster, pipeline, micro_batches, batch,
+                       tensor=tensor, recompute=recompute, grad_dtype=grad_dtype)
         topo = args.leaf_spine_for(cluster.hosts, hosts_per_leaf, "--hosts-per-leaf")
         label = f"{model} {parallelism}"
         cases += [(label, wl, topo, p, a, g, intra)
@@ -175,8 +218,8 @@ def train(model, parallelism, gpus, gpus_per_host, intra_gbs, policies, allreduc
     name = f"train-{model}-{parallelism}"
     rows = run_rows(cases, out_dir / f"{name}.jsonl", link=LinkSpec(gbps), segment=seg,
                     rto_s=rto_us * 1e-6)
-    finish(rows, out_dir, name, f"{model} {parallelism}, {gpus_per_host} GPUs per host, "
-           f"{gbps:g} Gbps NICs, {seg // 1024} KiB segments")
+    finish(rows, out_dir, name, f"{model} {parallelism}, {host.name}: {gpus_per_host} GPUs per "
+           f"host, {gbps:g} Gb/s per host, {seg // 1024} KiB segments")
 
 
 @click.command()
@@ -187,7 +230,8 @@ def train(model, parallelism, gpus, gpus_per_host, intra_gbs, policies, allreduc
               help="Ranks per host [default: the trace's, else 1].")
 @click.option("--comm-groups", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="ASTRA-sim communicator-group JSON for the nodes' pg_name.")
-@click.option("--intra-gbs", default="600", show_default=True)
+@click.option("--intra-gbs", default="300", show_default=True,
+              help="Intra-host GB/s per GPU and direction (NVLink A100 300).")
 @click.option("--policies", default="ecmp", show_default=True)
 @click.option("--allreduce", default="ring", show_default=True)
 @click.option("--allgather", default="ring", show_default=True)
@@ -198,10 +242,16 @@ def train(model, parallelism, gpus, gpus_per_host, intra_gbs, policies, allreduc
               default=ROOT / "out" / "sim", show_default=True)
 def trace(prefix, topology, gpus_per_host, comm_groups, intra_gbs, policies, allreduce,
           allgather, gbps, hosts_per_leaf, segment, out_dir):
-    """A Chakra execution-trace set (PREFIX.<rank>.et, as ASTRA-sim names them) on ns-3."""
+    """A trace set on ns-3: Chakra (PREFIX.<rank>.et, as ASTRA-sim names them) or PyTorch's
+    execution traces (PREFIX.<rank>.json, from torch.profiler.ExecutionTraceObserver; compute
+    timed from its matrix products at an A100's calibrated rate)."""
     try:
-        wl = chakra.read(prefix, gpus_per_host=gpus_per_host, comm_groups=comm_groups)
-    except chakra.ChakraError as err:
+        if pytorch_et.is_trace(prefix):
+            wl = pytorch_et.read(prefix, gpus_per_host=gpus_per_host or 1,
+                                 flops_s=GPUS["a100"].peak_flops * EFFICIENCY)
+        else:
+            wl = chakra.read(prefix, gpus_per_host=gpus_per_host, comm_groups=comm_groups)
+    except WorkloadError as err:
         raise click.BadParameter(str(err), param_hint="PREFIX") from None
     hosts = -(-wl.n // wl.gpus_per_host)
     try:
@@ -221,5 +271,6 @@ def trace(prefix, topology, gpus_per_host, comm_groups, intra_gbs, policies, all
              for i, p, a, g in itertools.product(intras, pols, ars, ags)]
     name = f"trace-{wl.name}"
     rows = run_rows(cases, out_dir / f"{name}.jsonl", link=LinkSpec(gbps), segment=seg)
-    finish(rows, out_dir, name, f"Chakra trace {prefix} ({wl.n} ranks, {wl.gpus_per_host} per "
+    kind = "PyTorch execution trace" if wl.facts.get("format") == "pytorch-et" else "Chakra trace"
+    finish(rows, out_dir, name, f"{kind} {prefix} ({wl.n} ranks, {wl.gpus_per_host} per "
            f"host) on {topo.name}, {gbps:g} Gbps, {seg // 1024} KiB segments")

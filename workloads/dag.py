@@ -82,7 +82,7 @@ class Workload:
                     messages[key][op.kind == RECV].append((r, op))
             _check_acyclic(r, ops)
         for (src, dst, tag), (sends, recvs) in sorted(messages.items()):
-            for (_, s), (_, v) in zip(sends, recvs):
+            for (_, s), (_, v) in zip(sends, recvs, strict=False):   # counts: below
                 if s.bytes != v.bytes:
                     raise WorkloadError(f"send {src} -> {dst} tag {tag}: rank {src} op {s.id} "
                                         f"({s.name}) sends {s.bytes} B, rank {dst} op {v.id} "
