@@ -22,8 +22,11 @@ from sim.collective import POLICIES, run_case
 from sim.fabric import RECEIVERS, LinkSpec, Transport
 from sim.ideas import multicast_allgather
 from sim.ideas import netreduce as run_netreduce
+from sim.jobs import training
 from sim.train import trace, train
 from sim.workloads import ALGORITHMS
+from workloads.generators import data_parallel
+from workloads.models import MODELS, Cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -216,13 +219,22 @@ def report_failures(outcome: sweep.Outcome) -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
 @click.option("--delay-ns", type=click.FloatRange(min=0), default=500.0, show_default=True)
+@click.option("--train", "train_model", type=click.Choice(list(MODELS)),
+              help="Training jobs instead of collectives: each job one DDP iteration of this "
+              "model over --job-gpus GPUs, in vClos slices and shared under every policy.")
+@click.option("--job-gpus", type=click.IntRange(1), default=64, show_default=True)
+@click.option("--gpus-per-host", type=click.IntRange(1), default=8, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
 def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes, placement,
-                seed, gbps, delay_ns, out_dir):
+                seed, gbps, delay_ns, train_model, job_gpus, gpus_per_host, out_dir):
     """Several jobs on one fabric, packet level: each job's CCT alone and with the others
-    under hash ECMP and Ethereal (network-unaware placement) and in vClos slices."""
+    under hash ECMP and Ethereal (network-unaware placement) and in vClos slices; with
+    --train, training iterations (sim/jobs/training.py)."""
     topo = fabric(topology, hosts, leaves)
+    if train_model:
+        return _train_jobs(topo, train_model, jobs, job_gpus, gpus_per_host, schemes,
+                           LinkSpec(gbps, delay_ns), out_dir)
     if jobs * ranks > len(topo.hosts):
         raise click.BadParameter(f"{jobs} jobs of {ranks} ranks do not fit {len(topo.hosts)} "
                                  "hosts", param_hint="--ranks")
@@ -253,6 +265,22 @@ def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes,
     save_output(out_dir / "tables", "jobs-packet", title, report.tenants_table(rows))
     report.tenants_plot(rows, out_dir / "jobs-packet.png", title)
     click.echo(f"\nsim: results in {jsonl}, plot in {out_dir / 'jobs-packet.png'}")
+    if not all(r["ok"] for r in rows):
+        raise SystemExit(1)
+
+
+def _train_jobs(topo, model, jobs, job_gpus, gpus_per_host, schemes, link, out_dir) -> None:
+    try:
+        cluster = Cluster(job_gpus, gpus_per_host)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--job-gpus") from None
+    wl = data_parallel(model, cluster)
+    given = schemes != ",".join(tenants.SCHEMES)
+    chosen = args.names(schemes, training.SCHEMES, "scheme", "--schemes") if given else \
+        list(training.SCHEMES)
+    rows = training.run_table(topo, [wl] * jobs, chosen, link, out_dir,
+                              f"{jobs} x {wl.name}, {job_gpus} GPUs each ({gpus_per_host} per "
+                              f"host), on {topo.name}, {link.gbps:g} Gb/s")
     if not all(r["ok"] for r in rows):
         raise SystemExit(1)
 

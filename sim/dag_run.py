@@ -1,5 +1,6 @@
-"""A training iteration (a `workloads` DAG) on ns-3: compute on the clock, every collective and
-pipeline transfer through the simulated fabric, several of them in flight at once.
+"""A training iteration (a `workloads` DAG) in the packet simulator: compute on the clock,
+every collective and pipeline transfer through the simulated fabric, several of them in
+flight at once.
 
 Python decides when each op starts (`workloads.schedule.Scheduler`: dependencies and streams)
 and the engine moves the bytes: each collective's network phase is one engine job (its own
@@ -57,9 +58,14 @@ class DagRun:
     def __init__(self, wl: Workload, topo: Topology, policy: str = "ecmp", *,
                  allreduce: str = "ring", allgather: str = "ring",
                  intra_bytes_s: float = 300e9, link: LinkSpec | None = None,
-                 transport: Transport | None = None, seed: int = 0, progress=None) -> None:
+                 transport: Transport | None = None, seed: int = 0, progress=None,
+                 placement: list[int] | None = None) -> None:
         hosts = -(-wl.n // wl.gpus_per_host)
-        if len(topo.hosts) < hosts:
+        # the fabric host of each of the workload's hosts (rank // gpus_per_host)
+        self.place = list(placement) if placement is not None else list(range(hosts))
+        if len(self.place) != hosts or len(set(self.place)) != hosts:
+            raise ValueError(f"placement {self.place} must give {hosts} distinct fabric hosts")
+        if len(topo.hosts) < hosts or max(self.place) >= len(topo.hosts):
             raise ValueError(f"{wl.name} needs {hosts} hosts of {wl.gpus_per_host} GPUs; "
                              f"{topo.name} has {len(topo.hosts)}")
         if allreduce not in hierarchy.ALLREDUCE:
@@ -169,7 +175,8 @@ class DagRun:
 
     def _send(self, rank: int, op: Op) -> None:
         g = self.wl.gpus_per_host
-        src, dst, key = rank // g, op.peer // g, self.sched.message(rank, op)
+        src, dst = self.place[rank // g], self.place[op.peer // g]
+        key = self.sched.message(rank, op)
         if src == dst or op.bytes == 0:
             def copied():
                 self.finish(rank, op)
@@ -302,8 +309,8 @@ class DagRun:
         self._drain()
         self.fab.run(limit_s)
         wall = time.perf_counter() - wall
-        e, n_hosts = self.e, -(-self.wl.n // self.wl.gpus_per_host)
-        nic = [self.fab.port_bytes(self.names[h], 0) for h in range(n_hosts)]
+        e, n_hosts = self.e, len(self.place)
+        nic = [self.fab.port_bytes(self.names[h], 0) for h in self.place]
         iteration = max(self.finish_at)
         bound = self.bound
         events = self.fab.events()
@@ -333,14 +340,15 @@ class _Collective:
 
     def __init__(self, run: DagRun, inst: tuple, op: Op) -> None:
         self.run, self.inst = run, inst
-        self.sp = hierarchy.span(op.group, run.wl.gpus_per_host)
+        sp = hierarchy.span(op.group, run.wl.gpus_per_host)
+        self.sp = hierarchy.Span(tuple(run.place[h] for h in sp.hosts), sp.m)  # fabric hosts
         algo = run.algorithms.get(op.coll, "ring")
         self.phases = hierarchy.plan(op.coll, op.bytes, self.sp, algo, run.intra)
         self.waiting: dict[int, list] = defaultdict(list)
         self.job, self.net_start, self.left = None, {}, self.sp.k
 
     def arrive(self, rank: int, op: Op) -> None:
-        h = rank // self.run.wl.gpus_per_host
+        h = self.run.place[rank // self.run.wl.gpus_per_host]
         self.waiting[h].append((rank, op))
         if op.bytes == 0:               # nothing to move: a barrier over the whole group
             if sum(map(len, self.waiting.values())) == self.sp.n:

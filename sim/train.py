@@ -1,4 +1,4 @@
-"""`python -m sim train` and `python -m sim trace`: training iterations on ns-3, one row per
+"""`python -m sim train` and `python -m sim trace`: training iterations in the packet simulator, one row per
 (fabric size, intra-host bandwidth, policy, all-reduce and all-gather algorithm), a table with
 the iteration time, the compute-only bound and the exposed communication beside it, JSON
 lines and a PNG."""
@@ -189,7 +189,7 @@ def print_megatron_table(out_dir: Path) -> None:
 def train(model, parallelism, gpus, host_kind, gpus_per_host, intra_gbs, policies, allreduce,
           allgather, pipeline, tensor, micro_batches, recompute, grad_dtype, batch, gpu,
           efficiency, gbps, megatron_table, hosts_per_leaf, segment, rto_us, out_dir):
-    """A model's training iteration on ns-3 under policies and collective algorithms."""
+    """A model's training iteration in the packet simulator under policies and collective algorithms."""
     if megatron_table:
         return print_megatron_table(out_dir)
     host = HOSTS[host_kind]
@@ -242,7 +242,7 @@ def train(model, parallelism, gpus, host_kind, gpus_per_host, intra_gbs, policie
               default=ROOT / "out" / "sim", show_default=True)
 def trace(prefix, topology, gpus_per_host, comm_groups, intra_gbs, policies, allreduce,
           allgather, gbps, hosts_per_leaf, segment, out_dir):
-    """A trace set on ns-3: Chakra (PREFIX.<rank>.et, as ASTRA-sim names them) or PyTorch's
+    """A trace set in the packet simulator: Chakra (PREFIX.<rank>.et, as ASTRA-sim names them) or PyTorch's
     execution traces (PREFIX.<rank>.json, from torch.profiler.ExecutionTraceObserver; compute
     timed from its matrix products at an A100's calibrated rate)."""
     try:

@@ -1,7 +1,7 @@
 """Which op may start when: the DAG's semantics, independent of how time passes.
 
 `Scheduler` answers "what became ready" as ops finish; executors (the analytic one below,
-`sim/dag_run.py` on ns-3) decide how long each op takes. A collective is matched across its
+`sim/dag_run.py` in the packet simulator) decide how long each op takes. A collective is matched across its
 group here (`instance`), and each send with its receive (`message`: the k-th send of a
 (src, dst, tag) meets the k-th receive), so every executor agrees on what meets what.
 """
