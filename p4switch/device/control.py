@@ -5,6 +5,8 @@ socket taking one command per line, answering one line per command.
                                                0 = unlimited)
     set_queue_depth <port|all> <packets>
     show_queues                               (port depth rate occupancy enqueued dropped ...)
+    fidelity                                  (port paced busy_s lost_s late_max_s late ...:
+                                               the pacing monitor; late_max restarts at 0)
 
 Client: `python -m p4switch.device.control PATH set_queue_rate 2 1000`."""
 from __future__ import annotations
@@ -34,6 +36,10 @@ def execute(tm: TrafficManager, line: str) -> str:
             rows = [f"{p} {d} {r:g}{unit} {occ} {enq} {drop}"
                     for p, (d, r, unit, occ, enq, drop) in tm.snapshot().items()]
             return " | ".join(["port depth rate occupancy enqueued dropped", *rows])
+        if cmd == "fidelity" and not args:
+            rows = [f"{p} {paced} {busy:.6f} {lost:.6f} {late_max:.6f} {late}"
+                    for p, (paced, busy, lost, late_max, late) in tm.fidelity().items()]
+            return " | ".join(["port paced busy_s lost_s late_max_s late", *rows])
     except ValueError as exc:
         return f"error: {exc}"
     return f"error: unknown command or wrong arguments: {line.strip()!r}"

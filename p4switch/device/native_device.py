@@ -61,6 +61,17 @@ class NativeQueues:
                            int(vals[6 * i + 3]), int(vals[6 * i + 4]), int(vals[6 * i + 5]))
                 for i in range(n)}
 
+    def fidelity(self):
+        """port -> (paced departures, link time scheduled s, lost s, worst lateness s since the
+        last call, departures that lost time): the monitor of device.c."""
+        if self.lib is None:
+            return {}
+        ports = (ctypes.c_uint32 * 512)()
+        vals = (ctypes.c_double * (5 * 512))()
+        n = self.lib.dev_fidelity(ports, vals, 512)
+        return {ports[i]: (int(vals[5 * i]), vals[5 * i + 1], vals[5 * i + 2], vals[5 * i + 3],
+                           int(vals[5 * i + 4])) for i in range(n)}
+
     def flush(self):
         """A new pipeline starts with empty queues (its own native state)."""
 

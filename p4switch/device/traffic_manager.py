@@ -16,6 +16,9 @@ _UNITS = {"pps": ("pps", 1), "bps": ("bps", 1), "kbps": ("bps", 1e3), "mbps": ("
 # packets back to back), so a busy machine still paces at the rate given; a schedule further
 # behind (an idle queue) restarts from now. The same rule as p4switch/native/device.c.
 PACE_CATCH_UP = 0.002
+# The fidelity monitor, as device.c's: a paced packet is owed its departure at the later of the
+# queue's schedule and its arrival; leaving later than PACE_CATCH_UP (which the schedule can no
+# longer make up) loses that much link time: the port owed a packet and sent none.
 
 
 def parse_rate(text: str) -> tuple[float, str]:
@@ -43,6 +46,11 @@ class EgressQueue:
     enqueued: int = 0
     dropped: int = 0
     in_flight: int = 0                   # dequeued, egress not finished
+    paced: int = 0                       # the monitor: paced departures,
+    busy: float = 0.0                    # link time they were scheduled (s),
+    lost: float = 0.0                    # link time lost (s),
+    late_max: float = 0.0                # the worst lateness since the last fidelity() (s),
+    late: int = 0                        # departures that lost time
 
 
 @dataclass(slots=True)
@@ -94,6 +102,16 @@ class TrafficManager:
         with self._cv:
             return {p: (q.depth, q.rate, q.unit, len(q.items), q.enqueued, q.dropped)
                     for p, q in sorted(self._queues.items())}
+
+    def fidelity(self) -> dict[int, tuple[int, float, float, float, int]]:
+        """port -> (paced departures, link time scheduled s, lost s, worst lateness s since
+        the last call, departures that lost time); the worst lateness starts again from 0."""
+        with self._cv:
+            out = {p: (q.paced, q.busy, q.lost, q.late_max, q.late)
+                   for p, q in sorted(self._queues.items())}
+            for q in self._queues.values():
+                q.late_max = 0.0
+            return out
 
     # --- data path -------------------------------------------------------------------------
     def enqueue(self, port: int, job) -> int | None:
@@ -148,6 +166,13 @@ class TrafficManager:
                     if q.rate:
                         cost = 1.0 if q.unit == "pps" else 8.0 * _length(job)
                         behind = q.next_departure > now - PACE_CATCH_UP
+                        late = now - max(enq_ts / 1e6, q.next_departure)
+                        q.late_max = max(q.late_max, late)
+                        if not behind and late > PACE_CATCH_UP:
+                            q.lost += late
+                            q.late += 1
+                        q.busy += cost / q.rate
+                        q.paced += 1
                         q.next_departure = (q.next_departure if behind else now) + cost / q.rate
                     self._rr.append(self._rr.pop(i))      # served ports go to the back
                     return Dequeued(job, port, gen, enq_ts, enq_depth, now_ns // 1000 - enq_ts,

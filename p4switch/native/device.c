@@ -26,16 +26,23 @@
  * 16 / 64 / 256 Mbit/s at 0.87 / 0.66 / 0.35 of it, and at 0.99 / 1.00 / 0.97 with the
  * catch-up). A schedule further behind than this (an idle queue) restarts from now. */
 #define PACE_CATCH_UP 0.002
+/* The fidelity monitor (Mininet-HiFi's check that a link's packets leave when its rate says):
+ * a packet of a paced queue is owed its departure at the later of the queue's schedule and its
+ * arrival (the kernel's receive timestamp on the PACKET_MMAP rings, so that time the switch
+ * spent not reading its ports counts too). A departure later than PACE_CATCH_UP, which the
+ * schedule can no longer make up, is link time lost: the port owed a packet and sent none. */
 #ifndef PACKET_AUXDATA
 #define PACKET_AUXDATA 8
 #endif
 
-typedef struct { state_t *S; uint64_t enq_ts; uint32_t enq_depth; } qitem_t;
+typedef struct { state_t *S; uint64_t enq_ts; uint32_t enq_depth; double arrival; } qitem_t;
 typedef struct {
     qitem_t *items; uint32_t cap, head, n;
     uint32_t depth; double rate; int bps;
     double next_departure;     /* monotonic seconds */
     uint64_t enqueued, dropped; uint32_t in_flight;
+    double busy, lost, late_max;    /* the monitor: link time scheduled, lost; the worst lateness */
+    uint64_t paced, late;           /* paced departures, those that lost link time */
 } queue_t;
 
 static queue_t QUEUES[NPORTS];
@@ -48,6 +55,8 @@ static uint32_t DEFAULT_DEPTH = 64;
 static double DEFAULT_RATE;
 static int DEFAULT_BPS;
 static uint64_t RX_FRAMES, TX_FRAMES, TX_ERRORS;
+/* the frame in the pipeline came off a receive ring at this monotonic time (0: now); LOCK */
+static double RX_ARRIVAL;
 
 static double mono(void) {
     struct timespec ts;
@@ -104,7 +113,8 @@ static int enqueue(uint32_t port, state_t *S) {
         q->items = bigger; q->head = 0; q->cap *= 2;
     }
     int depth = (int)q->n;
-    q->items[(q->head + q->n) % q->cap] = (qitem_t){S, now_us(), (uint32_t)depth};
+    q->items[(q->head + q->n) % q->cap] = (qitem_t){S, now_us(), (uint32_t)depth,
+                                                    RX_ARRIVAL > 0 ? RX_ARRIVAL : mono()};
     q->n++;
     q->enqueued++;
     pthread_cond_signal(&TM_CV);
@@ -410,19 +420,36 @@ static void ring_frame(uint32_t port, uint8_t *f, uint32_t snaplen, uint32_t len
     else rx_frame(port, f, snaplen, status, tci, tpid);
 }
 
+/* the realtime clock's lead over the monotonic one: ring timestamps are realtime */
+static double realtime_lead(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9 - mono();
+}
+
+/* a ring frame's kernel timestamp as monotonic seconds; one that is not plausible (from
+ * another clock, in the future, older than 10 s) counts as now */
+static double ring_arrival(uint32_t sec, uint32_t nsec, double lead, double now) {
+    double t = sec + nsec / 1e9 - lead;
+    return t <= now && t > now - 10 ? t : now;
+}
+
 /* the frames the ring holds for user space (at most a batch of them), then back to the kernel */
 static int ring_batch_v2(ring_t *r, uint32_t port) {
     int got = 0;
     pthread_mutex_lock(&LOCK);
     tick();
+    double lead = realtime_lead(), now = mono();
     while (got < BATCH) {
         uint32_t per_block = r->block / r->slot;
         struct tpacket2_hdr *h = (struct tpacket2_hdr *)(r->map + (size_t)(r->cur / per_block) * r->block
                                                          + (size_t)(r->cur % per_block) * r->slot);
         if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
         struct sockaddr_ll *ll = (struct sockaddr_ll *)((uint8_t *)h + TPACKET_ALIGN(sizeof *h));
+        RX_ARRIVAL = ring_arrival(h->tp_sec, h->tp_nsec, lead, now);
         if (ll->sll_pkttype != PACKET_OUTGOING)
             ring_frame(port, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, h->tp_status, h->tp_vlan_tci, h->tp_vlan_tpid);
+        RX_ARRIVAL = 0;
         __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
         r->cur = (r->cur + 1) % r->nslots;
         got++;
@@ -439,10 +466,13 @@ static int ring_batch_v3(ring_t *r, uint32_t port) {
     struct tpacket3_hdr *h = (struct tpacket3_hdr *)((uint8_t *)b + b->hdr.bh1.offset_to_first_pkt);
     pthread_mutex_lock(&LOCK);
     tick();
+    double lead = realtime_lead(), now = mono();
     for (uint32_t i = 0; i < n; i++) {
         struct sockaddr_ll *ll = (struct sockaddr_ll *)((uint8_t *)h + TPACKET_ALIGN(sizeof *h));
+        RX_ARRIVAL = ring_arrival(h->tp_sec, h->tp_nsec, lead, now);
         if (ll->sll_pkttype != PACKET_OUTGOING)
             ring_frame(port, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, h->tp_status, h->hv1.tp_vlan_tci, h->hv1.tp_vlan_tpid);
+        RX_ARRIVAL = 0;
         /* a block's frames go out in batches, as recvmmsg's do */
         if ((i + 1) % BATCH == 0) flush_dirty();
         h = (struct tpacket3_hdr *)((uint8_t *)h + h->tp_next_offset);
@@ -609,8 +639,13 @@ void dev_egress_loop(void) {
         q->in_flight++;
         if (q->rate) {
             double cost = q->bps ? 8.0 * (it.S->plen ? it.S->plen : 64) : 1.0;
-            double from = q->next_departure > now - PACE_CATCH_UP ? q->next_departure : now;
-            q->next_departure = from + cost / q->rate;
+            int behind = q->next_departure > now - PACE_CATCH_UP;
+            double owed = it.arrival > q->next_departure ? it.arrival : q->next_departure;
+            double late = now - owed;
+            if (late > q->late_max) q->late_max = late;
+            if (!behind && late > PACE_CATCH_UP) { q->lost += late; q->late++; }
+            q->busy += cost / q->rate; q->paced++;
+            q->next_departure = (behind ? q->next_departure : now) + cost / q->rate;
         }
         rr = (uint32_t)found + 1;
         uint32_t left = q->n;
@@ -645,6 +680,24 @@ uint32_t dev_queues(uint32_t *ports, double *vals, uint32_t cap) {
         ports[n] = p;
         double *v = vals + 6 * n;
         v[0] = q->depth; v[1] = q->rate; v[2] = q->bps; v[3] = q->n; v[4] = (double)q->enqueued; v[5] = (double)q->dropped;
+        n++;
+    }
+    pthread_mutex_unlock(&TM_LOCK);
+    return n;
+}
+
+/* port -> paced departures, link time scheduled (s), lost (s), worst lateness since the last
+ * call (s), departures that lost time; the worst lateness starts again from 0 */
+uint32_t dev_fidelity(uint32_t *ports, double *vals, uint32_t cap) {
+    uint32_t n = 0;
+    pthread_mutex_lock(&TM_LOCK);
+    for (uint32_t p = 0; p < NPORTS && n < cap; p++) {
+        queue_t *q = &QUEUES[p];
+        if (!q->items) continue;
+        ports[n] = p;
+        double *v = vals + 5 * n;
+        v[0] = (double)q->paced; v[1] = q->busy; v[2] = q->lost; v[3] = q->late_max; v[4] = (double)q->late;
+        q->late_max = 0;
         n++;
     }
     pthread_mutex_unlock(&TM_LOCK);
