@@ -16,7 +16,7 @@ import numpy as np
 
 from fabricmodel.topology import load
 
-from . import algorithms, fabric_view, mcast, netreduce, switchml
+from . import algorithms, fabric_view, fidelity, mcast, netreduce, switchml
 from .comm import CommConfig, Communicator
 from .results import write_jsonl
 from .transport import TransportConfig
@@ -161,8 +161,10 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
     started = time.time()
     t0, c0 = time.perf_counter(), time.process_time()
     u0 = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    w0 = fidelity.cpu_times()[1]
     got = fn(comm, inputs[comm.rank], **kwargs)
     cct, cpu = time.perf_counter() - t0, time.process_time() - c0
+    runq_wait = fidelity.cpu_times()[1] - w0
     user = resource.getrusage(resource.RUSAGE_SELF).ru_utime - u0
     after = comm.stats.as_dict()
     delta = {k: after[k] - before[k] for k in after}
@@ -182,6 +184,8 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
             "last_retx_at": after["last_retx_at"], "repicks": comm.policy.repicks - repicks,
             "naks_received": delta["naks_received"], "cnps_received": delta["cnps_received"],
             "data_packets": delta["data_packets"],
+            "stall_s": delta["stall_s"], "stall_max_s": after["stall_max_s"],
+            "runq_wait_s": runq_wait,
             "transport": asdict(comm.ep.cfg) | {"session": None}}
 
 

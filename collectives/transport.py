@@ -52,6 +52,10 @@ RECOVERED = 0.99                # of the target rate: unpaced again
 CNP_GAP_S = 50e-6               # at most one CNP per QP per this
 REORDER_SPAN = 4                # windows ahead a receiver buffers / tracks
 TIMER_TICK_S = 0.002            # the engine's sleep while QPs are busy (timers run per round)
+# A QP that could send (data, window and its pacer's credit) but was not served for longer than
+# this stalled: the process was off the CPU, not the network slow (Stats.stall_s, the fidelity
+# monitor). A round of the engine takes well under it.
+STALL_FLOOR_S = 0.001
 
 
 class TransportError(RuntimeError):
@@ -122,6 +126,8 @@ class Stats:
     icrc_errors: int = 0            # received RoCEv2 packets whose ICRC was wrong
     repair_bytes: int = 0           # multicast Allgather: chunks re-sent to the ring successor
     last_retx_at: float = 0.0       # wall-clock time of the latest retransmission
+    stall_s: float = 0.0            # time QPs could send and did not (stalls over STALL_FLOOR_S)
+    stall_max_s: float = 0.0        # the longest such stall
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -177,6 +183,7 @@ class SendQP:
         self.alpha = 1.0
         self.last_cnp = 0.0
         self.next_tx = 0.0
+        self.ready_at = 0.0                      # since when the QP could send (0: it cannot)
         self.sr_retx: dict[int, float] = {}
         self.mtu = ep.cfg.mtu                    # the QP's path MTU (an IBTA MTU)
         # packets in flight; a policy that carries one connection on several QPs shares the
@@ -223,6 +230,10 @@ class SendQP:
 
     # ---- transmission -------------------------------------------------------------------
     def pump(self, now: float, budget: int) -> int:
+        if self.ready_at and now - self.ready_at > STALL_FLOOR_S:
+            st = self.ep.stats
+            st.stall_s += now - self.ready_at
+            st.stall_max_s = max(st.stall_max_s, now - self.ready_at)
         sent = 0
         while sent < budget:
             if self.rate and now < self.next_tx:
@@ -240,7 +251,16 @@ class SendQP:
                 break
             self._transmit(pkt, now)
             sent += 1
+        self._note_ready(now)
         return sent
+
+    def _note_ready(self, now: float) -> None:
+        """Since when the QP could send on, for the next pump's stall: its pacer's next slot,
+        now (its budget ran out), or never (no data, or the window is full)."""
+        ready = self.resend < len(self.inflight) or \
+            (bool(self.queue) and len(self.inflight) < self.window)
+        self.ready_at = 0.0 if not ready else \
+            max(now, self.next_tx) if self.rate else now
 
     def _transmit(self, pkt: _Pkt, now: float) -> None:
         retx = pkt.sends > 0

@@ -34,7 +34,7 @@ def constants() -> dict[str, int | float]:
     names |= {k: getattr(transport, k) for k in (
         "MAX_QPS", "PUMP_BUDGET", "DRAIN_BUDGET", "PACING_BURST", "RTT_GAIN", "RTO_SRTT_MULT",
         "MAX_BACKOFF", "DCQCN_G", "RATE_FLOOR", "RECOVERY_S", "RECOVERED", "CNP_GAP_S",
-        "REORDER_SPAN", "TIMER_TICK_S")}
+        "REORDER_SPAN", "TIMER_TICK_S", "STALL_FLOOR_S")}
     return names
 
 

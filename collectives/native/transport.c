@@ -281,6 +281,7 @@ typedef struct {                    /* an item of SendQP.queue */
 typedef struct sqp {
     nt_sqp_pub pub;
     double rto, target_rate, alpha, last_cnp, next_tx;
+    double ready_at;                /* since when it could send (0: it cannot): stalls */
     uint32_t peer, idx, dqpn, sport, handle;
     uint32_t backoff, retries, resend, count;
     pkt_t *ring;                    /* inflight */
@@ -786,8 +787,19 @@ static void transmit(ep_t *ep, sqp_t *qp, pkt_t *p, double now) {
     }
 }
 
+/* SendQP._note_ready */
+static void note_ready(sqp_t *qp, double now) {
+    int ready = qp->resend < qp->n || (qp->qn && qp->n < qp->pub.window);
+    qp->ready_at = !ready ? 0 : qp->pub.rate && qp->next_tx > now ? qp->next_tx : now;
+}
+
 /* SendQP.pump */
 static int pump(ep_t *ep, sqp_t *qp, double now, int budget) {
+    if (qp->ready_at && now - qp->ready_at > STALL_FLOOR_S) {
+        double stall = now - qp->ready_at;
+        ep->stats.stall_s += stall;
+        if (stall > ep->stats.stall_max_s) ep->stats.stall_max_s = stall;
+    }
     int sent = 0;
     while (sent < budget) {
         pkt_t *p;
@@ -802,6 +814,7 @@ static int pump(ep_t *ep, sqp_t *qp, double now, int budget) {
         transmit(ep, qp, p, now);
         sent++;
     }
+    note_ready(qp, now);
     return sent;
 }
 

@@ -1,0 +1,133 @@
+"""Was an emulated run faithful? Mininet-HiFi's rule (Handigol et al., CoNEXT 2012): a result
+measured on processes that share CPUs is only as good as their schedule was kept. Three
+monitors, each a length of time over the run's window:
+
+- a switch port's **lost link time**: it owed a packet (queued, or waiting in the port's receive
+  ring) and sent none for longer than its pacer can make up (p4switch's monitor, `fidelity` on
+  its control socket);
+- a rank's **transport stall**: its QPs had data, window and pacing credit and did not send
+  (`Stats.stall_s`);
+- a process's **CPU run-queue wait** (`/proc/<pid>/task/*/schedstat`, second field): runnable,
+  not running.
+
+Why one share of the window bounds them all: a collective's completion time is the length of
+its critical path; a stretch of time in which a link or a process on that path did not do its
+work adds at most its own length to it. So when no port, rank or process lost more than
+TOLERANCE of the window, the measured time is within about TOLERANCE of what the configured
+network would give (each ratio to a bound with it); a run with one that did is marked not
+faithful, the worst offender named."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Share of the run's window any one port, rank or process may lose: the bottleneck links then
+# ran within 5 % of their rate while they had packets to send, and no process of the run
+# waited for a CPU for more than 5 % of it.
+TOLERANCE = 0.05
+
+
+def cpu_times(pid: int | str = "self") -> tuple[float, float]:
+    """(s on a CPU, s runnable but waiting for one), summed over the process's threads; (0, 0)
+    once it is gone."""
+    run = wait = 0.0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0.0, 0.0
+    for task in tasks:
+        try:
+            fields = (task / "schedstat").read_text().split()
+        except OSError:
+            continue           # a thread that ended meanwhile
+        run += int(fields[0]) / 1e9
+        wait += int(fields[1]) / 1e9
+    return run, wait
+
+
+def runq_waits(pids: dict[str, int]) -> dict[str, float]:
+    """Name -> run-queue wait so far (s) of each process."""
+    return {name: cpu_times(pid)[1] for name, pid in pids.items() if pid}
+
+
+def waits_between(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {n: max(0.0, after[n] - before.get(n, 0.0)) for n in after}
+
+
+def port_losses(before: dict[int, tuple], after: dict[int, tuple]) -> dict[int, tuple[float, float]]:
+    """port -> (link time lost s, worst lateness s) between two readings of a switch's
+    monitor (port -> paced, busy, lost, late_max, late); a counter that went down (a new
+    pipeline) counts from 0."""
+    out = {}
+    for port, rec in after.items():
+        lost = rec[2] - before[port][2] if port in before and before[port][2] <= rec[2] else rec[2]
+        out[port] = (lost, rec[3])
+    return out
+
+
+@dataclass
+class Verdict:
+    window_s: float
+    faithful: bool | None                 # None: nothing was measured
+    worst: str = ""                       # the worst offender, in words
+    worst_share: float = 0.0              # its lost time over the window
+    measured: dict = field(default_factory=dict)
+
+    def column(self) -> str:
+        """The tables' fidelity column."""
+        if self.faithful is None:
+            return "unmeasured"
+        return "yes" if self.faithful else f"NO: {self.worst}"
+
+    def as_dict(self) -> dict:
+        return {"faithful": self.faithful, "window_s": self.window_s, "worst": self.worst,
+                "worst_share": self.worst_share, "tolerance": TOLERANCE, **self.measured}
+
+
+def judge(window_s: float, ports: dict[str, tuple[float, float]] | None = None,
+          stalls: dict[str, float] | None = None, waits: dict[str, float] | None = None) -> Verdict:
+    """The verdict of one run: ports ("leaf1 port 3" -> (lost s, worst lateness s)), ranks'
+    transport stalls ("rank 2" -> s) and processes' run-queue waits ("spine1" -> s), each
+    against TOLERANCE of the window. The worst offender named is the worst port over the
+    tolerance, else the worst rank, else the worst process: what the network did not do
+    before the CPU wait that is its likely cause."""
+    ports, stalls, waits = ports or {}, stalls or {}, waits or {}
+    window = max(window_s, 1e-9)
+    kinds = [[(lost / window, f"{name} lost {lost * 1e3:.0f} ms of link time "
+                              f"(a packet {late * 1e3:.0f} ms late)")
+              for name, (lost, late) in ports.items()],
+             [(s / window, f"{name}'s QPs stalled {s * 1e3:.0f} ms") for name, s in stalls.items()],
+             [(w / window, f"{name} waited {w * 1e3:.0f} ms for a CPU") for name, w in waits.items()]]
+    measured = {"ports_lost_s": {n: round(v[0], 6) for n, v in ports.items()},
+                "ports_late_max_s": {n: round(v[1], 6) for n, v in ports.items()},
+                "stall_s": {n: round(v, 6) for n, v in stalls.items()},
+                "runq_wait_s": {n: round(v, 6) for n, v in waits.items()}}
+    if not any(kinds):
+        return Verdict(window_s, None, measured=measured)
+    over = [max(k) for k in kinds if k and max(k)[0] > TOLERANCE]
+    share, worst = over[0] if over else max(max(k) for k in kinds if k)
+    return Verdict(window_s, not over, f"{worst}, {share:.0%} of {window_s:.2f} s", share,
+                   measured | {"offenders": [w for k in kinds for sh, w in sorted(k, reverse=True)
+                                             if sh > TOLERANCE]})
+
+
+def rank_measures(rows: list[dict]) -> tuple[dict[str, float], dict[str, float]]:
+    """The ranks' own monitors from their result rows: (stalls, run-queue waits) by rank."""
+    stalls = {f"rank {r['rank']}": r.get("stall_s", 0.0) for r in rows}
+    waits = {f"rank {r['rank']}": r.get("runq_wait_s", 0.0) for r in rows}
+    return stalls, waits
+
+
+def judge_rows(rows: list[dict], ports: dict | None = None, waits: dict | None = None,
+               window_s: float | None = None) -> Verdict:
+    """A launch's verdict: its ranks' rows (their stalls and run-queue waits over the
+    collective's own window), the switches' ports and other processes (switches, fabricd)
+    measured over `window_s` (default: the slowest rank's CCT)."""
+    stalls, rank_waits = rank_measures(rows)
+    window = window_s if window_s is not None else max((r["cct_s"] for r in rows), default=0.0)
+    return judge(window, ports, stalls, rank_waits | (waits or {}))
+
+
+def this_process_wait() -> float:
+    return cpu_times(os.getpid())[1]
