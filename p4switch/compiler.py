@@ -34,6 +34,7 @@ class Compiler(Declarations, Blocks, Expressions, Calls, V1Model):
         self.direct_instances: dict = {}  # fq name -> Var of a `C.apply()` instance
         self.control_stack: list[dict] = []  # the control instances being compiled
         self.dead_code = 0   # > 0 while checking a branch a constant condition never takes
+        self.var_types: dict[str, T.Type] = {}   # lowered name of a variable -> its type
 
     # ---------------------------------------------------------- utilities
     def fresh(self, base="t"):

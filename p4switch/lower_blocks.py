@@ -82,6 +82,7 @@ class Blocks:
                 vt = self.resolve_type(sub1(local, "type_ref"), scope)
                 n = name_tok(sub1(local, "name"))
                 scope.declare(n, Var("var", n.value, vt, "F." + attr(n.value)))
+                self.var_types[f"{frame_cls}.{attr(n.value)}"] = vt
                 slots.append(attr(n.value))
                 init = [c for c in local.children if isinstance(c, Tree) and c.data not in ("type_ref", "name", "annotations")]
                 if init:

@@ -95,6 +95,7 @@ class Expressions:
             else:
                 w(f"{code} = {self.default_value(vt)}")
             scope.declare(n, Var("var", n.value, vt, code))
+            self.var_types[code] = vt
         elif k == "const_decl":
             self.decl_const_decl(s, scope)
         elif k == "instantiation":
