@@ -45,8 +45,11 @@ class _Role:
 
 
 class Arbiter:
-    def __init__(self, device_id: int):
-        self.device_id = device_id
+    """`strict`: a client without election id is a backup that never becomes primary (the
+    spec); otherwise its election id reads as 0, as simple_switch_grpc (PI) reads it."""
+
+    def __init__(self, device_id: int, strict: bool = False):
+        self.device_id, self.strict = device_id, strict
         self._roles: dict[str, _Role] = {}
         self._lock = threading.Lock()
 
@@ -57,7 +60,7 @@ class Arbiter:
             raise unimplemented("role configs are not supported: roles have full access")
         role = update.role.name or (f"id:{update.role.id}" if update.role.id else "")
         eid = (update.election_id.high, update.election_id.low) \
-            if update.HasField("election_id") else None
+            if update.HasField("election_id") else (None if self.strict else (0, 0))
         with self._lock:
             if conn.role is not None and conn.role != role:
                 raise invalid("a stream cannot change its role")

@@ -22,7 +22,8 @@ Update = p4runtime_pb2.Update
 
 class Pipeline:
     def __init__(self, config: p4runtime_pb2.ForwardingPipelineConfig, cpu_port: int | None,
-                 backend: str = "python", down_ports: set[int] = frozenset()):
+                 backend: str = "python", down_ports: set[int] = frozenset(),
+                 strict: bool = False):
         self.config = p4runtime_pb2.ForwardingPipelineConfig()
         self.config.CopyFrom(config)
         try:
@@ -36,7 +37,7 @@ class Pipeline:
         except Exception as exc:  # the loader's own error types vary; all mean a bad config
             raise invalid(f"the pipeline config is not valid for this target: {exc}") from exc
         self.profiles = ProfileStore(self.schema, self.sw, down_ports)
-        self.tables = TableStore(self.schema, self.sw, self.profiles)
+        self.tables = TableStore(self.schema, self.sw, self.profiles, strict)
         self.pre = PreStore(self.sw)
         self.externs = ExternStore(self.schema, self.sw, self.tables)
         self.value_sets = ValueSetStore(self.schema, self.sw)

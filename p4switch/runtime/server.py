@@ -59,9 +59,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     back on_cpu_packet(frame) / on_digests(list) that this service registers."""
 
     def __init__(self, device, device_id: int, max_streams: int = 24,
-                 arbitration_deadline: float = ARBITRATION_DEADLINE):
-        self.device, self.device_id = device, device_id
-        self.arbiter = Arbiter(device_id)
+                 arbitration_deadline: float = ARBITRATION_DEADLINE, strict: bool = False):
+        self.device, self.device_id, self.strict = device, device_id, strict
+        self.arbiter = Arbiter(device_id, strict)
         self.streams = StreamLimits(max_streams, MAX_UNARBITRATED_PER_HOST)
         self.arbitration_deadline = arbitration_deadline
         # Read/Write address `pipeline`; the device runs `running`. They differ between a
@@ -116,7 +116,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._install(self._pipeline(config))
 
     def _pipeline(self, config) -> Pipeline:
-        return Pipeline(config, self.device.cpu_port, self.device.backend, self.down_ports)
+        return Pipeline(config, self.device.cpu_port, self.device.backend, self.down_ports,
+                        self.strict)
 
     def _install(self, pipeline: Pipeline) -> None:
         self.pipeline = self.running = pipeline
@@ -406,9 +407,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise failed_precondition(NO_PIPELINE)
         return self.pipeline
 
-    @staticmethod
-    def _eid(request):
-        return request.election_id if request.HasField("election_id") else None
+    def _eid(self, request):
+        """A request without election id: none (the spec), or 0 (simple_switch_grpc)."""
+        if request.HasField("election_id"):
+            return request.election_id
+        return None if self.strict else p4runtime_pb2.Uint128()
 
 
 class StreamLimits:
@@ -459,13 +462,14 @@ def _host(peer: str) -> str:
 
 
 def serve(device, device_id: int, address: str, workers: int = 32,
-          tls: credentials.ServerTLS | None = None):
+          tls: credentials.ServerTLS | None = None, strict: bool = False):
     """Start the gRPC server (plaintext, or TLS when `tls` is given) -> (grpc.Server,
     P4RuntimeService, bound port). Each open StreamChannel holds a worker for its lifetime:
     streams may take all but RESERVED_WORKERS of them."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers,
                                                     thread_name_prefix="p4rt"))
-    service = P4RuntimeService(device, device_id, max_streams=workers - RESERVED_WORKERS)
+    service = P4RuntimeService(device, device_id, max_streams=workers - RESERVED_WORKERS,
+                               strict=strict)
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
     port = credentials.bind(server, address, tls)
     if port == 0:

@@ -44,9 +44,16 @@ class TableState:
     default: p4runtime_pb2.TableEntry | None = None
 
 
+# simple_switch_grpc's words for an idle timeout on a table without one (clients match them);
+# the spec's reading (--p4runtime-strict) names the table
+IDLE_TIMEOUT_REFUSED_BMV2 = ("idle_timeout_ns must be set to 0 for tables which do not support "
+                             "idle timeout")
+
+
 class TableStore:
-    def __init__(self, schema: Schema, sw, profiles: ProfileStore):
+    def __init__(self, schema: Schema, sw, profiles: ProfileStore, strict: bool = False):
         self.schema, self.sw, self.profiles = schema, sw, profiles
+        self.strict = strict
         self.state = {tid: TableState() for tid in schema.tables}
         # monotonic ns of the next idle-timeout check (None: no entry has a TTL); read by the
         # server's timer without the device lock
@@ -138,7 +145,8 @@ class TableStore:
             raise invalid(f"table '{table.name}': the entry has no action")
         if entry.idle_timeout_ns or entry.HasField("time_since_last_hit"):
             if not table.supports_timeout:
-                raise invalid(f"table '{table.name}' does not support idle timeout")
+                raise invalid(f"table '{table.name}' does not support idle timeout"
+                              if self.strict else IDLE_TIMEOUT_REFUSED_BMV2)
             if entry.HasField("time_since_last_hit"):
                 raise invalid("time_since_last_hit is read only: it must be unset in writes")
             if entry.idle_timeout_ns < 0:
