@@ -8,6 +8,7 @@ _SUBCOMMANDS = {
     "compile": ("p4switch.compile", "compile_command"),
     "stf": ("p4switch.stf", "stf_command"),
     "run": ("p4switch.device.cli", "run_command"),
+    "cli": ("p4switch.runtime_cli.command", "cli_command"),
 }
 
 

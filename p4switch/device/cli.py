@@ -1,6 +1,7 @@
 """`p4switch run`: the switch as a process, with the command line of simple_switch_grpc."""
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import sys
@@ -8,6 +9,7 @@ import threading
 
 import click
 
+from . import bmv2_options
 from .native_device import IO_MODES
 from .traffic_manager import parse_rate
 
@@ -46,15 +48,15 @@ def _per_port(kind, parse, minimum):
     return convert
 
 
-@click.command("run")
-@click.argument("program", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[PROGRAM] [-- TARGET-OPTIONS]")
 @click.option("--no-p4", is_flag=True, help="Start without a program; a controller pushes one "
               "with SetForwardingPipelineConfig.")
 @click.option("-i", "--interface", "interfaces", multiple=True, callback=_port_spec,
               metavar="PORT@IFACE", help="Attach a Linux interface as switch port PORT.")
 @click.option("--device-id", type=click.IntRange(0), default=0, show_default=True)
-@click.option("--grpc-addr", "--grpc-server-addr", "grpc_addr", default="127.0.0.1:9559",
-              show_default=True, help="P4Runtime listen address (port 0: any free port).")
+@click.option("--grpc-addr", "--grpc-server-addr", "grpc_addr", default=None,
+              help="P4Runtime listen address [default: 127.0.0.1:9559] (port 0: any free port).")
 @click.option("--grpc-server-ssl", "server_ssl", is_flag=True,
               help="Serve P4Runtime over TLS (needs --grpc-server-cert and --grpc-server-key).")
 @click.option("--grpc-server-cert", type=click.Path(exists=True, dir_okay=False),
@@ -68,15 +70,16 @@ def _per_port(kind, parse, minimum):
               "(mutual TLS).")
 @click.option("--cpu-port", type=click.IntRange(0, 511), default=None,
               help="Port whose packets become PacketIn and where PacketOut enters.")
-@click.option("--log-console", is_flag=True, help="Per-packet log on stdout.")
-@click.option("--log-file", type=click.Path(dir_okay=False), help="Per-packet log to a file.")
+@click.option("--log-console", is_flag=True, help="Log on stdout.")
+@click.option("--log-file", type=click.Path(dir_okay=False), help="Log to a file.")
 @click.option("--queue-rate", multiple=True, callback=_per_port("RATE", parse_rate, None),
               metavar="[PORT=]RATE", help="Egress queue service rate: packets/s, or with a "
               "unit (500pps, 10mbps); 0 = unlimited.")
 @click.option("--queue-depth", multiple=True, callback=_per_port("PKTS", int, 1),
               metavar="[PORT=]PKTS", help="Egress queue depth in packets (default 64).")
-@click.option("--pcap", "pcap_dir", type=click.Path(file_okay=False),
-              help="Write <iface>_in.pcap / <iface>_out.pcap here.")
+@click.option("--pcap", "pcap_dir", is_flag=False, flag_value=".", default=None,
+              type=click.Path(file_okay=False), metavar="[DIR]",
+              help="Write <iface>_in.pcap / <iface>_out.pcap in DIR (default: here).")
 @click.option("--control-socket", type=click.Path(dir_okay=False),
               help="Unix socket for run-time set_queue_rate / set_queue_depth.")
 @click.option("-I", "--include", "include_dirs", multiple=True,
@@ -89,18 +92,54 @@ def _per_port(kind, parse, minimum):
               "over each frame at once, mmap-v3 in blocks, up to 1 ms later), AF_XDP sockets in "
               "copy mode (afxdp; also sends through them; offloaded checksums stay unfinished) "
               "or recvmmsg. A port that takes none falls back to recvmmsg.")
-def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, grpc_server_cert,
+@click.option("--p4runtime-strict", is_flag=True,
+              help="Follow the P4Runtime spec where simple_switch_grpc departs from it "
+              "(p4switch/device/README.md lists where).")
+@bmv2_options.switch_options
+def run_command(args, no_p4, interfaces, device_id, grpc_addr, server_ssl, grpc_server_cert,
                 grpc_server_key, grpc_server_cacert, client_auth, cpu_port, log_console,
                 log_file, queue_rate, queue_depth, pcap_dir, control_socket, include_dirs,
-                backend, io_mode):
-    """Run a v1model switch on Linux interfaces, serving P4Runtime (like simple_switch_grpc).
+                backend, io_mode, p4runtime_strict, **bmv2):
+    """Run a v1model switch on Linux interfaces, serving P4Runtime and BMv2's Thrift runtime
+    (like simple_switch_grpc, whose command line this takes).
 
-    PROGRAM is a P4_16 file to start with; or --no-p4 to wait for a controller."""
+    PROGRAM is a P4_16 file to start with; or --no-p4 to wait for a controller. Options of
+    simple_switch_grpc's target parser (--grpc-server-addr, --cpu-port, ...) may follow `--`."""
+    if bmv2.pop("show_version"):
+        from importlib.metadata import version
+        click.echo(f"p4switch {version('mlfabric')}")
+        return
+    if bmv2.pop("json_version"):
+        click.echo(_json_version())
+        return
+    program, target = _split_positionals(args, no_p4)
+    bmv2_options.check_refused({**bmv2, **target})
+    grpc_addr = _merged(grpc_addr, target["grpc_server_addr"], "--grpc-server-addr") \
+        or "127.0.0.1:9559"
+    cpu_port = _merged(cpu_port, target["cpu_port"], "--cpu-port")
+    server_ssl = server_ssl or target["server_ssl"]
+    client_auth = client_auth or target["client_auth"]
+    grpc_server_cert = _merged(grpc_server_cert, target["grpc_server_cert"], "--grpc-server-cert")
+    grpc_server_key = _merged(grpc_server_key, target["grpc_server_key"], "--grpc-server-key")
+    grpc_server_cacert = _merged(grpc_server_cacert, target["grpc_server_cacert"],
+                                 "--grpc-server-cacert")
     if bool(program) == no_p4:
         raise click.UsageError("give either PROGRAM or --no-p4")
     if cpu_port is not None and cpu_port in interfaces:
         raise click.BadParameter(f"port {cpu_port} is both the CPU port and an interface",
                                  param_hint="--cpu-port")
+    _check_drop_port(target["drop_port"], interfaces, cpu_port)
+    if len(interfaces) > bmv2["max_port_count"]:
+        raise click.BadParameter(f"{len(interfaces)} interfaces, more than {bmv2['max_port_count']}",
+                                 param_hint="--max-port-count")
+    if log_console and log_file:
+        raise click.UsageError("--log-console and --log-file are exclusive (as in BMv2)")
+    if pcap_dir is not None and not os.path.isdir(pcap_dir):
+        raise click.BadParameter(f"directory '{pcap_dir}' does not exist", param_hint="--pcap")
+    _log_file_notes(bmv2, log_file)
+    bmv2_options.report_notes({**bmv2, **target})
+    per_packet = bool(log_console or log_file) and bmv2["log_level"] in bmv2_options.PER_PACKET_LEVELS
+    dump_bytes = _dump_bytes(bmv2["dump_packet_data"], bmv2["log_level"], log_console or log_file)
     tls = _server_tls(server_ssl, grpc_server_cert, grpc_server_key, grpc_server_cacert,
                       client_auth)
     from p4.v1 import p4runtime_pb2
@@ -114,8 +153,8 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, gr
     from .log import EventLog
     from .traffic_manager import TrafficManager
 
-    config = _compile(program, include_dirs) if program else None
-    backend = _backend(backend, log_console or log_file or pcap_dir, program, config)
+    config = _load_program(program, include_dirs) if program else None
+    backend = _backend(backend, per_packet or dump_bytes or pcap_dir, program, config)
     if backend == "native":
         from .native_device import NativeDevice, NativeQueues
         tm = NativeQueues()
@@ -125,7 +164,7 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, gr
         tm.set_rate(port, rate, unit)
     for port, depth in sorted(queue_depth, key=lambda s: s[0] is not None):
         tm.set_depth(port, depth)
-    log = EventLog(log_console, log_file)
+    log = EventLog(log_console, log_file, per_packet=per_packet, dump_bytes=dump_bytes)
     try:
         if backend == "native":
             device = NativeDevice(interfaces, cpu_port, tm, io_mode)
@@ -134,7 +173,8 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, gr
     except OSError as exc:
         raise click.ClickException(f"cannot open the ports: {exc}") from None
     try:
-        server, service, bound = serve(device, device_id, grpc_addr, tls=tls)
+        server, service, bound = serve(device, device_id, grpc_addr, tls=tls,
+                                       strict=p4runtime_strict)
     except (OSError, RuntimeError) as exc:
         device.close()
         raise click.ClickException(str(exc)) from None
@@ -146,6 +186,7 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, gr
             server.stop(grace=0)
             device.close()
             raise click.ClickException(f"{program}: {exc.message}") from None
+    thrift = _start_thrift(service, bmv2, device_id)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -158,13 +199,16 @@ def run_command(program, no_p4, interfaces, device_id, grpc_addr, server_ssl, gr
     if warning:
         print(f"p4switch: warning: {warning}", file=sys.stderr, flush=True)
     ports = ", ".join(f"{n}@{name}" for n, name in sorted(interfaces.items())) or "none"
+    thrift_line = f", Thrift server listening on {thrift.address}" if thrift else ""
     print(f"p4switch: device {device_id}, {backend} backend, ports {ports}, cpu port {cpu_port}, "
-          f"P4Runtime server listening on {host}:{bound}", flush=True)
+          f"P4Runtime server listening on {host}:{bound}{thrift_line}", flush=True)
 
     while not stop.wait(1.0):
         pass
     print("p4switch: shutting down", file=sys.stderr, flush=True)
     server.stop(grace=0.5).wait()
+    if thrift:
+        thrift.close()
     links.stop()
     if control:
         control.close()
@@ -219,6 +263,89 @@ def _backend(choice, python_only_options, program, config):
 def _program_of(config):
     from ..device_config import program
     return program(config[1])
+
+
+def _split_positionals(args, no_p4):
+    """BMv2's positionals: the program first, then what follows `--` for the target parser.
+    With --no-p4 a first positional that is no `.json` file is the target's (BMv2's rule)."""
+    args = list(args)
+    program = None
+    if args and not args[0].startswith("-"):
+        program = args.pop(0)
+        if no_p4:
+            if program.endswith(".json"):
+                bmv2_options.note(f"ignoring {program} as '--no-p4' was used (as BMv2 does)")
+            else:
+                raise click.UsageError(f"unexpected argument '{program}' with --no-p4")
+            program = None
+    if program is not None and not os.path.isfile(program):
+        raise click.BadParameter(f"'{program}' is not a file", param_hint="PROGRAM")
+    return program, bmv2_options.target_options(tuple(args))
+
+
+def _merged(own, target, name):
+    if own is not None and target is not None and own != target:
+        raise click.UsageError(f"{name} is given both before and after '--', differently")
+    return own if own is not None else target
+
+
+def _check_drop_port(drop_port, interfaces, cpu_port):
+    """p4switch drops what egress_spec 511 points at, as BMv2 by default; another drop port
+    would change what programs do, so only 511 is taken."""
+    from ..pipeline import DROP_PORT
+    if drop_port is None or drop_port == DROP_PORT:
+        return
+    raise click.BadParameter(f"p4switch's drop port is {DROP_PORT} (the v1model one); "
+                             f"{drop_port} would need a program compiled for it",
+                             param_hint="--drop-port")
+
+
+def _log_file_notes(bmv2, log_file):
+    if bmv2["log_flush"] and not log_file:
+        bmv2_options.note("ignoring --log-flush because --log-file is not given (as BMv2 does)")
+
+
+def _dump_bytes(count, level, logging_on):
+    if not count:
+        return 0
+    if not logging_on:
+        bmv2_options.note("--dump-packet-data: ignored without --log-console or --log-file")
+        return 0
+    if bmv2_options.LOG_LEVELS.index(level) > bmv2_options.LOG_LEVELS.index("info"):
+        bmv2_options.note(f"--dump-packet-data: ignored, -L {level} excludes 'info' messages "
+                          "(as BMv2 does)")
+        return 0
+    return count
+
+
+def _json_version():
+    raise click.ClickException("p4switch does not read BMv2 JSON yet: it runs P4_16 source "
+                               "(PROGRAM.p4) and its own device configs")
+
+
+def _start_thrift(service, bmv2, device_id):
+    """BMv2's Thrift runtime on --thrift-port (9090 by default). When the default port is
+    taken (another switch runs there) the switch runs without it and says so; a port given
+    on the command line that cannot be bound is an error, as in BMv2."""
+    from ..thrift.server import ThriftServer
+    port = bmv2["thrift_port"]
+    try:
+        return ThriftServer.start(service, bmv2["thrift_addr"], 9090 if port is None else port,
+                                  device_id=device_id)
+    except OSError as exc:
+        if port is not None:
+            raise click.ClickException(f"cannot serve Thrift on {bmv2['thrift_addr']}:{port}: "
+                                       f"{exc.strerror or exc}") from None
+        bmv2_options.note(f"Thrift port 9090 is taken ({exc.strerror or exc}): running without "
+                          "the Thrift runtime server (give --thrift-port)")
+        return None
+
+
+def _load_program(program, include_dirs):
+    if program.endswith(".json"):
+        raise click.ClickException(f"{program}: p4switch does not read BMv2 JSON yet; give "
+                                   "the P4_16 source (PROGRAM.p4)")
+    return _compile(program, include_dirs)
 
 
 def _compile(program, include_dirs):

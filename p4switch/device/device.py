@@ -26,6 +26,7 @@ class Device:
         self.tm = tm
         self.log = log
         self.logging = bool(log)        # checked per packet: a plain attribute is cheapest
+        self.dump_bytes = log.dump_bytes   # --dump-packet-data: head of each frame, in hex
         self.lock = threading.RLock()
         self.sw = None
         self.on_cpu_packet = None     # set by the P4Runtime service
@@ -121,6 +122,8 @@ class Device:
                     if self.logging:
                         self.log(f"packet of {len(frame)} bytes received on port "
                                  f"{port.number}")
+                    if self.dump_bytes:
+                        self.log.dump(f"received on port {port.number}", frame)
                     if self.captures:
                         self.captures.inbound(port.number, frame)
                     self._ingress(port.number, frame)
@@ -167,6 +170,8 @@ class Device:
             return
         if self.logging:
             self.log(f"transmitting packet of {len(frame)} bytes out of port {number}")
+        if self.dump_bytes:
+            self.log.dump(f"sent out of port {number}", frame)
         if self.captures:
             self.captures.outbound(number, frame)
         try:

@@ -10,20 +10,26 @@ import sys
 import threading
 import time
 
-_READY = re.compile(r"P4Runtime server listening on (\S+)")
+_READY = re.compile(r"P4Runtime server listening on ([^\s,]+)")
+_THRIFT = re.compile(r"Thrift server listening on (\S+)")
 
 
 class SwitchProcess:
     """`with SwitchProcess(["--no-p4", "-i", "1@veth1"]) as sw: sw.grpc_addr`; extra args go
-    to `p4switch run` (which gets --grpc-addr 127.0.0.1:0 unless given)."""
+    to `p4switch run` (which gets --grpc-addr 127.0.0.1:0 and --thrift-port 0 unless given:
+    many switches run side by side); `thrift_addr` is where its Thrift server listens."""
 
     def __init__(self, args: list[str], netns: str | None = None, timeout: float = 30.0):
-        self.args = list(args)
-        if "--grpc-addr" not in self.args and "--grpc-server-addr" not in self.args:
-            self.args += ["--grpc-addr", "127.0.0.1:0"]
+        own, sep, target = _split(list(args))
+        if not {"--grpc-addr", "--grpc-server-addr"} & set(own + target):
+            own += ["--grpc-addr", "127.0.0.1:0"]
+        if "--thrift-port" not in own:
+            own += ["--thrift-port", "0"]
+        self.args = own + sep + target
         self.netns, self.timeout = netns, timeout
         self.proc: subprocess.Popen | None = None
         self.grpc_addr: str | None = None
+        self.thrift_addr: str | None = None
         self.output: list[str] = []
 
     def __enter__(self) -> SwitchProcess:
@@ -44,6 +50,8 @@ class SwitchProcess:
             self.output.append(line)
             match = _READY.search(line)
             if match and self.grpc_addr is None:
+                thrift = _THRIFT.search(line)
+                self.thrift_addr = thrift.group(1) if thrift else None
                 self.grpc_addr = match.group(1)
                 ready.set()
         ready.set()
@@ -56,6 +64,14 @@ class SwitchProcess:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _split(args: list[str]):
+    """Switch options, then `--` and the target options after it (if any)."""
+    if "--" not in args:
+        return args, [], []
+    at = args.index("--")
+    return args[:at], ["--"], args[at + 1:]
 
 
 def stop_process(proc: subprocess.Popen | None, timeout: float = 10.0) -> int | None:
