@@ -319,8 +319,9 @@ def _dump_bytes(count, level, logging_on):
 
 
 def _json_version():
-    raise click.ClickException("p4switch does not read BMv2 JSON yet: it runs P4_16 source "
-                               "(PROGRAM.p4) and its own device configs")
+    """BMv2's answer is <major>.<minor> of the newest format it reads; p4switch reads every
+    2.x (the major version 2 that p4c-bm2-ss writes)."""
+    return "2.x"
 
 
 def _start_thrift(service, bmv2, device_id):
@@ -342,10 +343,20 @@ def _start_thrift(service, bmv2, device_id):
 
 
 def _load_program(program, include_dirs):
-    if program.endswith(".json"):
-        raise click.ClickException(f"{program}: p4switch does not read BMv2 JSON yet; give "
-                                   "the P4_16 source (PROGRAM.p4)")
-    return _compile(program, include_dirs)
+    """PROGRAM as P4_16 source, or as BMv2 JSON (a `.json` file, the device config it is):
+    -> (P4Info, device config)."""
+    if not program.endswith(".json"):
+        return _compile(program, include_dirs)
+    from .. import device_config
+    try:
+        with open(program, "rb") as f:
+            data = f.read()
+        _, info = device_config.compiled(data)
+    except OSError as exc:
+        raise click.ClickException(f"{program}: {exc.strerror}") from None
+    except device_config.ConfigError as exc:
+        raise click.ClickException(f"{program}: {exc}") from None
+    return info, data
 
 
 def _compile(program, include_dirs):

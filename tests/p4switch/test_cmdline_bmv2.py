@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import pathlib
+import subprocess
+import sys
 
 import pytest
+from bmv2_json_docs import base, table
 from click.testing import CliRunner
 
 from p4switch.device.cli import run_command
@@ -39,14 +42,38 @@ def test_cmdline_refusals_name_the_option(args, message):
     assert "Traceback" not in result.output
 
 
-def test_cmdline_bmv2_json_program_gets_one_precise_line(tmp_path):
+def test_cmdline_bad_bmv2_json_program_names_the_object(tmp_path):
     prog = tmp_path / "prog.json"
-    prog.write_text(json.dumps({"__meta__": {"version": [2, 23]}, "pipelines": []}))
+    doc = base()
+    doc["pipelines"][0]["tables"].append({"name": "t"})          # a table without its fields
+    prog.write_text(json.dumps(doc))
     result = CliRunner().invoke(run_command, [str(prog)])
     assert result.exit_code == 1
-    assert result.output.strip().splitlines()[-1] == \
-        f"Error: {prog}: p4switch does not read BMv2 JSON yet; give the P4_16 source " \
-        "(PROGRAM.p4)"
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(f"Error: {prog}: p4_device_config.pipelines[0].tables[0]"), last
+
+
+def test_cmdline_bmv2_json_program_runs_and_is_what_thrift_serves(tmp_path):
+    """A positional BMv2 JSON is the switch's program: bm_get_config serves its very text,
+    and simple_switch_CLI fills its table by the JSON's names."""
+    doc = base()
+    doc["pipelines"][0]["tables"].append(table(
+        "ingress.t", 0, [{"match_type": "exact", "name": "h.a", "target": ["h", "a"],
+                          "mask": None}], [1, 0], ["ingress.fwd", "NoAction"],
+        default=(0, False, [])))
+    doc["pipelines"][0]["init_table"] = "ingress.t"
+    prog = tmp_path / "prog.json"
+    prog.write_text(json.dumps(doc, indent=2))
+    with SwitchProcess([str(prog), "--backend", "python"]) as switch:
+        port = switch.thrift_addr.rsplit(":", 1)[1]
+        cli = subprocess.run([sys.executable, "-m", "p4switch.runtime_cli.main", "--thrift-port",
+                              port, "--json", str(prog)], text=True, capture_output=True,
+                             input="table_add ingress.t ingress.fwd 5 => 3\ntable_dump t\n",
+                             timeout=60)
+    assert "WARNING" not in cli.stdout                      # the switch serves the same md5
+    assert "Entry has been added with handle 0" in cli.stdout, cli.stdout
+    assert "* h.a                 : EXACT     05" in cli.stdout
+    assert "Action entry: ingress.fwd - 0003" in cli.stdout
 
 
 def test_cmdline_version_exits_at_once():
