@@ -11,6 +11,7 @@ first sees it."""
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 
 import grpc
@@ -67,6 +68,22 @@ class PipelineState:
         self.members: dict[int, HandleMap] = {}         # profile id -> member handle <-> id
         self.groups: dict[int, HandleMap] = {}
         self.names = _names(pipeline.schema)
+        self.defaults_set: set[int] = set()     # tables whose default a Thrift call set
+        self._no_default: set[str] | None = None
+
+    def json_without_default(self, table_name: str) -> bool:
+        """Whether the pipeline's BMv2 JSON gives this table no default entry (BMv2 then
+        shows none; p4switch runs NoAction, which does the same)."""
+        if self._no_default is None:
+            self._no_default = set()
+            try:
+                doc = json.loads(self.pipeline.config.p4_device_config)
+                for pipe in doc.get("pipelines", []) if isinstance(doc, dict) else []:
+                    self._no_default.update(t["name"] for t in pipe.get("tables", [])
+                                            if "default_entry" not in t)
+            except (ValueError, TypeError, KeyError, AttributeError):
+                pass
+        return table_name in self._no_default
 
     def entry_handles(self, table_id: int) -> HandleMap:
         return self.entries.setdefault(table_id, HandleMap())

@@ -134,6 +134,7 @@ class TableCalls:
             entry = p4runtime_pb2.TableEntry(table_id=table.id, is_default_action=True)
             entry.action.action.CopyFrom(self._action_msg(state, table, action_name, action_data))
             self._write(state, Update.MODIFY, table_entry=entry)
+            state.defaults_set.add(table.id)
 
     def bm_mt_reset_default_entry(self, cxt_id, table_name):
         with self._state() as state:
@@ -144,6 +145,7 @@ class TableCalls:
     def _reset_default(self, state, table):
         self._write(state, Update.MODIFY, table_entry=p4runtime_pb2.TableEntry(
             table_id=table.id, is_default_action=True))
+        state.defaults_set.discard(table.id)
 
     def bm_mt_delete_entry(self, cxt_id, table_name, entry_handle):
         with self._state() as state:
@@ -283,7 +285,11 @@ class TableCalls:
                 table_id=table.id, is_default_action=True))
             if not found or not found[0].table_entry.HasField("action"):
                 return BmActionEntry(action_type=BmActionEntryType.NONE)
-            return self._bm_action(state, table, found[0].table_entry.action)
+            action = self._bm_action(state, table, found[0].table_entry.action)
+            if table.id not in state.defaults_set and action.action_name == "NoAction" and \
+                    state.json_without_default(table.name):
+                return BmActionEntry(action_type=BmActionEntryType.NONE)
+            return action
 
     def _bm_entry(self, state, table, handle, entry) -> BmMtEntry:
         key = state.original_keys.get((table.id, handle)) or \

@@ -181,9 +181,9 @@ def to_action(action, data) -> p4runtime_pb2.Action:
 
 
 def action_data(action, msg: p4runtime_pb2.Action) -> list[bytes]:
+    """Action data as BMv2 returns it: each value in its shortest big-endian form."""
     given = {p.param_id: p.value for p in msg.params}
-    return [_fixed(int.from_bytes(given.get(i, b"\0"), "big"), action.params[i].bitwidth)
-            for i in sorted(action.params)]
+    return [to_bytes(int.from_bytes(given.get(i, b"\0"), "big")) for i in sorted(action.params)]
 
 
 def to_meter_config(rates) -> p4runtime_pb2.MeterConfig:

@@ -73,7 +73,7 @@ def test_cmdline_bmv2_json_program_runs_and_is_what_thrift_serves(tmp_path):
     assert "WARNING" not in cli.stdout                      # the switch serves the same md5
     assert "Entry has been added with handle 0" in cli.stdout, cli.stdout
     assert "* h.a                 : EXACT     05" in cli.stdout
-    assert "Action entry: ingress.fwd - 0003" in cli.stdout
+    assert "Action entry: ingress.fwd - 03" in cli.stdout
 
 
 def test_cmdline_version_exits_at_once():

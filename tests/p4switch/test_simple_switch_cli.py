@@ -40,7 +40,7 @@ SESSION = [
      "Modifying entry 0 for exact match table mac_table\n"),
     ("table_dump_entry mac_table 0",
      "Dumping entry 0x0\nMatch key:\n* hdr.ethernet.dstAddr: EXACT     020000000001\n"
-     "Action entry: MyIngress.set_port - 0003\n"),
+     "Action entry: MyIngress.set_port - 03\n"),
     ("table_set_default mac_table to_cpu",
      "Setting default action of mac_table\naction:              to_cpu\nruntime data:        \n"),
     ("act_prof_create_member ecmp_selector set_port 7", "Member has been created with handle 0\n"),

@@ -132,7 +132,7 @@ def test_thrift_table_entry_is_read_back_over_p4runtime(thrift, p4rt):
         assert entity.table_entry.action.action.params[0].value == b"\x05"
         [bm] = thrift.std.bm_mt_get_entries(0, "MyIngress.mac_table")
         assert bm.entry_handle == handle and bm.options.priority == -1
-        assert bm.match_key[0].exact.key == MAC and bm.action_entry.action_data == [b"\x00\x05"]
+        assert bm.match_key[0].exact.key == MAC and bm.action_entry.action_data == [b"\x05"]
     finally:
         thrift.std.bm_mt_delete_entry(0, "MyIngress.mac_table", handle)
     assert p4rt.read(table_entry=p4runtime_pb2.TableEntry(table_id=tid)) == []
