@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import click
-from tqdm import tqdm
 
 from controller.aggregation import MAX_WORKERS
 from controller.vclos import AllocationError
@@ -226,15 +225,17 @@ def report_failures(outcome: sweep.Outcome) -> None:
 @click.option("--gpus-per-host", type=click.IntRange(1), default=8, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
+@sweep_options
 def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes, placement,
-                seed, gbps, delay_ns, train_model, job_gpus, gpus_per_host, out_dir):
+                seed, gbps, delay_ns, train_model, job_gpus, gpus_per_host, out_dir, workers,
+                scheduler):
     """Several jobs on one fabric, packet level: each job's CCT alone and with the others
     under hash ECMP and Ethereal (network-unaware placement) and in vClos slices; with
     --train, training iterations (sim/jobs/training.py)."""
     topo = fabric(topology, hosts, leaves)
     if train_model:
         return _train_jobs(topo, train_model, jobs, job_gpus, gpus_per_host, schemes,
-                           LinkSpec(gbps, delay_ns), out_dir)
+                           LinkSpec(gbps, delay_ns), out_dir, workers, scheduler)
     if jobs * ranks > len(topo.hosts):
         raise click.BadParameter(f"{jobs} jobs of {ranks} ranks do not fit {len(topo.hosts)} "
                                  "hosts", param_hint="--ranks")
@@ -248,12 +249,14 @@ def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes,
         except AllocationError as err:
             raise click.ClickException(f"vClos cannot place the jobs: {err}") from None
     link = LinkSpec(gbps, delay_ns)
-    rows, wall = [], time.perf_counter()
-    with tqdm(total=len(chosen) * (jobs + 1), unit="run", desc="sim jobs-packet",
-              dynamic_ncols=True) as bar:
-        for scheme in chosen:
-            rows += tenants.compare(topo, placed[scheme], scheme, link=link, seed=seed,
-                                    progress=bar)
+    wall = time.perf_counter()
+    tasks = [sweep.Task(functools.partial(tenants.compare, link=link, seed=seed),
+                        (topo, placed[s], s), s,
+                        (jobs + 1) * jobs * packets(ranks, size_bytes, 4096, 2))
+             for s in chosen]
+    outcome = sweep.run(tasks, workers=workers, scheduler=scheduler, desc="sim jobs-packet")
+    report_failures(outcome)
+    rows = outcome.rows
     jsonl = out_dir / "jobs-packet.jsonl"
     report.write_jsonl(rows, jsonl)
     click.echo(f"sim: {len(rows)} job rows in {time.perf_counter() - wall:.1f} s wall\n")
@@ -269,7 +272,8 @@ def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes,
         raise SystemExit(1)
 
 
-def _train_jobs(topo, model, jobs, job_gpus, gpus_per_host, schemes, link, out_dir) -> None:
+def _train_jobs(topo, model, jobs, job_gpus, gpus_per_host, schemes, link, out_dir, workers,
+                scheduler) -> None:
     try:
         cluster = Cluster(job_gpus, gpus_per_host)
     except ValueError as err:
@@ -280,7 +284,8 @@ def _train_jobs(topo, model, jobs, job_gpus, gpus_per_host, schemes, link, out_d
         list(training.SCHEMES)
     rows = training.run_table(topo, [wl] * jobs, chosen, link, out_dir,
                               f"{jobs} x {wl.name}, {job_gpus} GPUs each ({gpus_per_host} per "
-                              f"host), on {topo.name}, {link.gbps:g} Gb/s")
+                              f"host), on {topo.name}, {link.gbps:g} Gb/s",
+                              workers=workers, scheduler=scheduler)
     if not all(r["ok"] for r in rows):
         raise SystemExit(1)
 

@@ -10,13 +10,12 @@ import time
 from pathlib import Path
 
 import click
-from tqdm import tqdm
 
 from fabricmodel.topology import TopologyError, load
 from figures import png
 from figures.text import format_table, parse_size
 from results.record import save_output
-from sim import args
+from sim import args, sweep
 from sim.collective import POLICIES
 from sim.dag_run import DagRun, training_transport
 from sim.fabric import LinkSpec
@@ -28,26 +27,52 @@ ROOT = Path(__file__).resolve().parent.parent
 GB = 1e9
 
 
+def run_case(label, wl, topo, policy, ar, ag, intra, link, segment, rto_s) -> dict:
+    """One iteration in the packet simulator: a row."""
+    row = DagRun(wl, topo, policy, allreduce=ar, allgather=ag, intra_bytes_s=intra, link=link,
+                 transport=training_transport(segment, rto_s)).run()
+    row["case"] = label
+    return row
+
+
 def run_rows(cases: list[tuple], jsonl: Path, *, link: LinkSpec, segment: int,
-             rto_s: float = 100e-6) -> list[dict]:
-    """Each case (label, workload, topology, policy, allreduce, allgather, intra B/s) in turn
-    under one progress bar counting ops; rows appended to `jsonl` as they finish."""
+             rto_s: float = 100e-6, workers: int | None = None,
+             scheduler: str | None = None) -> list[dict]:
+    """Each case (label, workload, topology, policy, allreduce, allgather, intra B/s) as a
+    task of sim/sweep.py (in this process, or on Dask with `workers` / `scheduler`); rows
+    appended to `jsonl` as they finish, rewritten in case order at the end."""
     jsonl.parent.mkdir(parents=True, exist_ok=True)
     jsonl.write_text("")
-    rows, wall = [], time.perf_counter()
-    total = sum(sum(len(ops) for ops in c[1].ranks) for c in cases)
-    with tqdm(total=total, unit="op", desc="sim train", dynamic_ncols=True) as bar:
-        for label, wl, topo, policy, ar, ag, intra in cases:
-            bar.set_postfix_str(f"{label} {policy} {ar}/{ag} {intra / GB:g} GB/s")
-            row = DagRun(wl, topo, policy, allreduce=ar, allgather=ag, intra_bytes_s=intra,
-                         link=link, transport=training_transport(segment, rto_s),
-                         progress=bar).run()
-            row["case"] = label
-            rows.append(row)
-            with jsonl.open("a") as fh:
-                fh.write(json.dumps(row) + "\n")
-    click.echo(f"sim: {len(rows)} runs in {time.perf_counter() - wall:.1f} s wall")
-    return rows
+    wall = time.perf_counter()
+    tasks = [sweep.Task(run_case, (*c, link, segment, rto_s),
+                        f"{c[0]} {c[3]} {c[4]}/{c[5]} {c[6] / GB:g} GB/s",
+                        sum(op.bytes for _, op in c[1].ops()) // segment) for c in cases]
+
+    def append(row: dict) -> None:
+        with jsonl.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+
+    try:
+        outcome = sweep.run(tasks, workers=workers, scheduler=scheduler, desc="sim train",
+                            on_row=append)
+    except ValueError as err:
+        raise click.UsageError(str(err)) from None
+    if outcome.failures:
+        task, error = outcome.failures[0]
+        raise click.ClickException(f"{len(outcome.failures)} runs failed; {task.label}: "
+                                   f"{error.strip().splitlines()[-1]}")
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in outcome.rows))
+    click.echo(f"sim: {len(outcome.rows)} runs in {time.perf_counter() - wall:.1f} s wall")
+    return outcome.rows
+
+
+def dask_options(command):
+    """--workers / --scheduler, as every sim command has them (sim/sweep.py)."""
+    command = click.option("--scheduler", metavar="tcp://HOST:8786",
+                           help="Submit the runs to this Dask scheduler.")(command)
+    return click.option("--workers", type=click.IntRange(0), help="Run on a local Dask "
+                        "cluster of this many processes (0: in this process) [default: in "
+                        "this process unless the sweep is large; sim/sweep.py].")(command)
 
 
 def _ms(seconds: float) -> str:
@@ -186,9 +211,11 @@ def print_megatron_table(out_dir: Path) -> None:
               "segments outlasts 100 us and the timeouts fire spuriously).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
+@dask_options
 def train(model, parallelism, gpus, host_kind, gpus_per_host, intra_gbs, policies, allreduce,
           allgather, pipeline, tensor, micro_batches, recompute, grad_dtype, batch, gpu,
-          efficiency, gbps, megatron_table, hosts_per_leaf, segment, rto_us, out_dir):
+          efficiency, gbps, megatron_table, hosts_per_leaf, segment, rto_us, out_dir, workers,
+          scheduler):
     """A model's training iteration in the packet simulator under policies and collective algorithms."""
     if megatron_table:
         return print_megatron_table(out_dir)
@@ -217,7 +244,7 @@ def train(model, parallelism, gpus, host_kind, gpus_per_host, intra_gbs, policie
                   for p, a, g in itertools.product(pols, ars, ags)]
     name = f"train-{model}-{parallelism}"
     rows = run_rows(cases, out_dir / f"{name}.jsonl", link=LinkSpec(gbps), segment=seg,
-                    rto_s=rto_us * 1e-6)
+                    rto_s=rto_us * 1e-6, workers=workers, scheduler=scheduler)
     finish(rows, out_dir, name, f"{model} {parallelism}, {host.name}: {gpus_per_host} GPUs per "
            f"host, {gbps:g} Gb/s per host, {seg // 1024} KiB segments")
 
@@ -240,8 +267,9 @@ def train(model, parallelism, gpus, host_kind, gpus_per_host, intra_gbs, policie
 @click.option("--segment", default="64KiB", show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
+@dask_options
 def trace(prefix, topology, gpus_per_host, comm_groups, intra_gbs, policies, allreduce,
-          allgather, gbps, hosts_per_leaf, segment, out_dir):
+          allgather, gbps, hosts_per_leaf, segment, out_dir, workers, scheduler):
     """A trace set in the packet simulator: Chakra (PREFIX.<rank>.et, as ASTRA-sim names them) or PyTorch's
     execution traces (PREFIX.<rank>.json, from torch.profiler.ExecutionTraceObserver; compute
     timed from its matrix products at an A100's calibrated rate)."""
@@ -270,7 +298,8 @@ def trace(prefix, topology, gpus_per_host, comm_groups, intra_gbs, policies, all
     cases = [(wl.name, wl, topo, p, a, g, i)
              for i, p, a, g in itertools.product(intras, pols, ars, ags)]
     name = f"trace-{wl.name}"
-    rows = run_rows(cases, out_dir / f"{name}.jsonl", link=LinkSpec(gbps), segment=seg)
+    rows = run_rows(cases, out_dir / f"{name}.jsonl", link=LinkSpec(gbps), segment=seg,
+                    workers=workers, scheduler=scheduler)
     kind = "PyTorch execution trace" if wl.facts.get("format") == "pytorch-et" else "Chakra trace"
     finish(rows, out_dir, name, f"{kind} {prefix} ({wl.n} ranks, {wl.gpus_per_host} per "
            f"host) on {topo.name}, {gbps:g} Gbps, {seg // 1024} KiB segments")

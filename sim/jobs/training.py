@@ -15,17 +15,18 @@ runs alone both use it.
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
-from tqdm import tqdm
 
 from controller.vclos import AllocationError
 from fabricmodel.topology import Topology
 from figures.text import format_table
 from results.record import save_output
+from sim import sweep
 from sim.dag_run import DagRun, training_transport
 from sim.fabric import MODES, LinkSpec
 from sim.tenants import slice_pins, unaware_placement, vclos_slices
@@ -172,16 +173,26 @@ def table(rows: list[dict]) -> str:
 
 
 def run_table(topo: Topology, workloads: list[Workload], schemes: list[str], link: LinkSpec,
-              out_dir: Path, title: str) -> list[dict]:
-    """`python -m sim jobs-packet --train`: every scheme's rows, printed and saved."""
-    rows = []
-    for scheme in tqdm(schemes, unit="scheme", desc="sim jobs-packet --train",
-                       dynamic_ncols=True):
+              out_dir: Path, title: str, *, workers: int | None = None,
+              scheduler: str | None = None) -> list[dict]:
+    """`python -m sim jobs-packet --train`: every scheme's rows (a sim/sweep.py task per
+    scheme, on Dask if asked), printed and saved."""
+    placed = {}
+    for scheme in schemes:
         try:
-            jobs = place(topo, scheme, workloads)
+            placed[scheme] = place(topo, scheme, workloads)
         except (AllocationError, ValueError) as err:
             raise click.ClickException(f"{scheme} cannot place the jobs: {err}") from None
-        rows += compare(topo, jobs, scheme, link=link)
+    packets = (len(workloads) + 1) * sum(op.bytes for w in workloads
+                                         for _, op in w.ops()) // (64 << 10)
+    tasks = [sweep.Task(functools.partial(compare, link=link), (topo, placed[s], s), s,
+                        packets) for s in schemes]
+    outcome = sweep.run(tasks, workers=workers, scheduler=scheduler,
+                        desc="sim jobs-packet --train")
+    if outcome.failures:
+        task, error = outcome.failures[0]
+        raise click.ClickException(f"{task.label}: {error.strip().splitlines()[-1]}")
+    rows = outcome.rows
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "jobs-packet-train.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in rows))

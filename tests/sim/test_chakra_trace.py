@@ -44,3 +44,21 @@ def test_chakra_trace_cli(tmp_path):
     assert result.exit_code == 2
     assert f"{bad}: node" in result.output and "comm_size" in result.output
     assert not (tmp_path / "out2").exists()
+
+
+def test_chakra_trace_on_dask_gives_the_serial_rows(tmp_path):
+    wl = gpt_3d(TINY, Cluster(8, 4), pipeline=2, micro_batches=1)
+    chakra.write(wl, tmp_path / "t" / "job")
+    rows = {}
+    for workers in ("0", "1"):
+        out = tmp_path / f"out{workers}"
+        result = CliRunner().invoke(main, ["trace", str(tmp_path / "t" / "job"), "--policies",
+                                           "ecmp,spray", "--workers", workers, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        rows[workers] = [json.loads(x) for x in (out / "trace-job.jsonl").read_text()
+                         .splitlines()]
+    assert [r["policy"] for r in rows["1"]] == ["ecmp", "spray"]
+    assert [r["iteration_s"] for r in rows["1"]] == [r["iteration_s"] for r in rows["0"]]
+    both = CliRunner().invoke(main, ["trace", str(tmp_path / "t" / "job"), "--workers", "1",
+                                     "--scheduler", "tcp://127.0.0.1:1"])
+    assert both.exit_code == 2 and "exclude each other" in both.output
