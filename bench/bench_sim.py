@@ -11,11 +11,15 @@
    (process CPU over the run, ACKs and retransmissions included in the work, divided by the
    data packets sent), beside htsim's when `--htsim-us-per-packet` gives it (docs/simulator.md
    measures it the same way).
-`--quick` runs 16 and 64 hosts instead (a smoke test of the bench itself).
+5. `python -m sim train` as typed (GPT-3 13B, 256 GPUs on DGX A100 hosts, one policy) at
+   its default segment, and again at a quarter of it: the wall time and the segment size's
+   effect on the simulated iteration.
+`--quick` runs 16 and 64 hosts (and 64 GPUs) instead (a smoke test of the bench itself).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -44,6 +48,19 @@ def as_typed(argv: list[str]) -> float:
         subprocess.run([sys.executable, "-m", "sim", *argv, "--out", tmp], cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return time.perf_counter() - wall
+
+
+def gpt_iteration(gpus: int, segment: str | None = None) -> tuple[float, dict]:
+    """`python -m sim train --gpus N` as typed: wall seconds and its row."""
+    extra = ["--segment", segment] if segment else []
+    with tempfile.TemporaryDirectory() as tmp:
+        wall = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "sim", "train", "--gpus", str(gpus), *extra,
+                        "--out", tmp], cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        wall = time.perf_counter() - wall
+        row = json.loads((Path(tmp) / "train-gpt3-13b-3d.jsonl").read_text().splitlines()[0])
+    return wall, row
 
 
 def table(topo, workers: int) -> tuple[float, list[dict]]:
@@ -114,6 +131,17 @@ def main() -> None:
         one, two = summary[1][1], summary[2][1]
         print(f"the {big}-host table: Dask on 2 workers {two:.0f} s, one process {one:.0f} s "
               f"({one / two:.2f}x; target at least 1.00x)")
+
+    gpus = 64 if args.quick else 256
+    wall, row = gpt_iteration(gpus)
+    seg = row["segment"]
+    print(f"GPT-3 13B, {gpus} GPUs, one policy: {wall:.1f} s wall (iteration "
+          f"{row['iteration_s'] * 1e3:.1f} ms at {seg // 1024} KiB segments, "
+          f"{row['events']:,} events; target at most 60 s)")
+    fine_wall, fine = gpt_iteration(gpus, f"{seg // 4 // 1024}KiB")
+    print(f"  at {seg // 4 // 1024} KiB segments: iteration {fine['iteration_s'] * 1e3:.1f} ms "
+          f"({row['iteration_s'] / fine['iteration_s'] - 1:+.2%} from it), {fine_wall:.1f} s "
+          f"wall")
 
     us, row = cpu_per_packet(small)
     line = (f"CPU per simulated data packet ({small}-host 1 MiB all-to-all, ecmp): {us:.3f} us "
