@@ -144,6 +144,14 @@ class Document(Controls):
             if name is not None:
                 return "field", ["scalars", name]
         elif role == "HDR" and rest:
+            base, _, index = rest[0].partition("[")
+            if index and self.hdr_members.get(base, ("",))[0] == "stack":
+                if int(index[:-1]) >= self.hdr_members[base][2]:
+                    return self.fail_at(node, rest, role)
+                if len(rest) == 1:
+                    return "header", rest[0]
+                if len(rest) == 2:
+                    return "field", [rest[0], rest[1]]
             m = self.hdr_members.get(rest[0])
             if m is not None and m[0] == "header":
                 if len(rest) == 1:

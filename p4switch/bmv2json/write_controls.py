@@ -203,7 +203,7 @@ class Controls:
             raise CannotWrite(f"table {fq} is applied twice (BMv2 runs each table at one place)")
         self.table_done.add(fq)
         spec = self.prog.tables[fq]
-        for what in ("implementation", "direct_meter", "const_entries"):
+        for what in ("implementation", "direct_meter"):
             if spec.get(what):
                 raise CannotWrite(f"table {fq}: {what.replace('_', ' ')} (not written)")
         fn = self.funcs[fname]
@@ -235,12 +235,45 @@ class Controls:
                                "action_data": [hex(a % (1 << w)) for a, w in
                                                zip(d["args"], widths, strict=True)],
                                "action_entry_const": bool(spec.get("default_const"))}}
+        if spec.get("const_entries"):
+            t["entries"] = self.entries(fq, spec, key)
         if spec.get("direct_counter"):
             self.doc["counter_arrays"].append({"name": spec["direct_counter"],
                                                "id": len(self.doc["counter_arrays"]),
                                                "is_direct": True, "binding": fq})
         self.tables.append(t)
         return t
+
+    def entries(self, fq, spec, key) -> list[dict]:
+        """Const entries in p4switch's order (explicit priority, else earlier first), as BMv2
+        priorities (a smaller number wins)."""
+        rows = spec["const_entries"]
+        ranked = sorted(range(len(rows)), key=lambda n: (-(rows[n]["priority"] if rows[n]["priority"]
+                                                           is not None else len(rows) - n), n))
+        out = []
+        for rank, n in enumerate(ranked, 1):
+            row = rows[n]
+            match = []
+            for k, m in zip(spec["keys"], row["match"], strict=True):
+                w, kind = k["width"], k["match"]
+                full = (1 << w) - 1
+                pair = m if isinstance(m, list | tuple) else ([m, full] if m is not None else None)
+                if kind == "exact":
+                    match.append({"match_type": "exact", "key": hex(pair[0])})
+                elif kind == "lpm":
+                    match.append({"match_type": "lpm", "key": hex(pair[0] if pair else 0),
+                                  "prefix_length": pair[1] if pair else 0})
+                elif kind == "range":
+                    lo, hi = pair if pair else (0, full)
+                    match.append({"match_type": "range", "start": hex(lo), "end": hex(hi)})
+                else:
+                    v, mask = pair if pair else (0, 0)
+                    match.append({"match_type": kind, "key": hex(v & mask), "mask": hex(mask)})
+            widths = [p["width"] for p in self.prog.actions[row["action"]]["params"]]
+            out.append({"match_key": match, "priority": rank, "action_entry": {
+                "action_id": self.action_ids[row["action"]],
+                "action_data": [hex(a % (1 << w)) for a, w in zip(row["args"], widths, strict=True)]}})
+        return out
 
     def action(self, table, fq) -> int:
         if fq in self.action_ids:
@@ -335,6 +368,13 @@ class Controls:
                     return [{"op": "modify_field_with_hash_based_offset", "parameters": [
                         ex.data(tgt), ex.data(base), {"type": "calculation", "value": name},
                         ex.data(size)]}]
+            if parts and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                    and value.func.attr == "_copy" and not value.args:
+                dst, src = self.crefs(parts, st), self.crefs(ex.chain(value.func.value) or ["?"], st)
+                if dst[0] == src[0] == "header":
+                    return [{"op": "assign_header", "parameters": [
+                        {"type": "header", "value": dst[1]}, {"type": "header", "value": src[1]}]}]
+                ex.fail(st, "a copy of something other than a header")
             read = _register_read(value)
             if read and read[0] in self.extern_names:
                 fq, kind, _ = self.extern_names[read[0]]

@@ -34,8 +34,17 @@ class ExprWriter:
                           "lowered program)")
 
     def chain(self, node) -> list[str] | None:
+        """`F.hdr.s.h[2].f` -> ['F', 'hdr', 's[2]', 'f'] (a stack element by constant index)."""
         parts = []
-        while isinstance(node, ast.Attribute):
+        while isinstance(node, ast.Attribute | ast.Subscript):
+            if isinstance(node, ast.Subscript):
+                inner = node.value
+                if not (isinstance(node.slice, ast.Constant) and isinstance(inner, ast.Attribute)
+                        and inner.attr == "h" and isinstance(inner.value, ast.Attribute)):
+                    return None
+                parts.append(f"{inner.value.attr}[{node.slice.value}]")
+                node = inner.value.value
+                continue
             parts.append(node.attr)
             node = node.value
         if isinstance(node, ast.Name):
