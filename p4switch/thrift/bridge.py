@@ -69,6 +69,7 @@ class PipelineState:
         self.groups: dict[int, HandleMap] = {}
         self.names = _names(pipeline.schema)
         self.defaults_set: set[int] = set()     # tables whose default a Thrift call set
+        self.program_json: str | None = None     # bm_get_config's answer, made once
         self._no_default: set[str] | None = None
 
     def json_without_default(self, table_name: str) -> bool:

@@ -43,7 +43,9 @@ class ManagementCalls:
 
     def _json(self) -> str:
         with self.bridge.pipeline(_NoPipeline()) as state:
-            return served_json(state.pipeline)
+            if state.program_json is None:
+                state.program_json = served_json(state.pipeline)
+            return state.program_json
 
     def bm_mgmt_get_info(self):
         return BmConfig(device_id=self.bridge.device_id, thrift_port=self.thrift_port)

@@ -2,8 +2,9 @@
 simple_switch_CLI learns the program's names (tables, actions, key and parameter widths).
 
 A pipeline whose device config is BMv2 JSON (a p4c-bm2-ss output) is served as it is. A
-pipeline p4switch compiled itself is described from its P4Info in BMv2 JSON's shape, with
-the objects a runtime client reads: actions (runtime_data), pipelines[].tables (key,
+pipeline p4switch compiled itself is served as the BMv2 JSON `p4switch.bmv2json.write` makes
+of it; where that writer refuses the program, it is described from its P4Info in BMv2 JSON's
+shape, with the objects a runtime client reads: actions (runtime_data), pipelines[].tables (key,
 match_type, type, actions, action_profile), action_profiles, counter/meter/register arrays,
 and one header per key field's header so that key widths resolve. It carries no parser,
 controls or deparser: `__meta__.compiler` says so."""
@@ -26,7 +27,23 @@ def served_json(pipeline) -> str:
         data = None
     if isinstance(data, dict) and "pipelines" in data and "format" not in data:
         return config.decode() if isinstance(config, bytes) else config
+    written = _written(data)
+    if written is not None:
+        return written
     return json.dumps(names_json(pipeline.schema), indent=1)
+
+
+def _written(doc) -> str | None:
+    """The BMv2 JSON of a p4switch-config device config, or None where the writer refuses."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("source"), str):
+        return None
+    from ..bmv2json.write import CannotWrite, write
+    from ..errors import P4CompileError
+    from ..parse import SourceMap
+    try:
+        return json.dumps(write(SourceMap(doc["source"])), indent=1)
+    except (CannotWrite, P4CompileError, ValueError):
+        return None
 
 
 def _match_type(kind) -> str:

@@ -138,3 +138,14 @@ def test_simple_switch_cli_under_p4switch_and_without_a_switch(switch):
                              timeout=30)
     assert nothing.returncode == 1
     assert "Could not connect to thrift client on port 1" in nothing.stdout
+
+
+def test_simple_switch_cli_reads_the_bmv2_json_p4switch_writes():
+    """For a program bmv2json's writer takes (l3.p4), bm_get_config is that BMv2 JSON, so the
+    CLI's names are p4c-bm2-ss's (key fields as header.field)."""
+    with SwitchProcess([str(PROGRAMS / "l3.p4"), "--backend", "python"]) as sw:
+        result = run_cli(sw, "show_tables\ntable_add ipv4_lpm route_drop 10.0.0.1/8 =>\n"
+                             "table_dump_entry ipv4_lpm 0\n")
+    out = result.stdout
+    assert "MyIngress.ipv4_lpm" in out and "mk=ipv4.dstAddr(lpm, 32)" in out, out
+    assert "* ipv4.dstAddr        : LPM       0a000001/8" in out, out
