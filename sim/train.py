@@ -22,6 +22,7 @@ from sim.fabric import LinkSpec
 from workloads import chakra, generators, hierarchy, megatron, pytorch_et
 from workloads.dag import Workload, WorkloadError
 from workloads.models import EFFICIENCY, GPUS, HOSTS, MODELS, Cluster
+from workloads.schedule import compute_bound
 
 ROOT = Path(__file__).resolve().parent.parent
 GB = 1e9
@@ -279,6 +280,7 @@ def trace(prefix, topology, gpus_per_host, comm_groups, intra_gbs, policies, all
                                  flops_s=GPUS["a100"].peak_flops * EFFICIENCY)
         else:
             wl = chakra.read(prefix, gpus_per_host=gpus_per_host, comm_groups=comm_groups)
+        compute_bound(wl)               # ranks that wait on each other: refused here
     except WorkloadError as err:
         raise click.BadParameter(str(err), param_hint="PREFIX") from None
     hosts = -(-wl.n // wl.gpus_per_host)

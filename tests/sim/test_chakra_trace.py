@@ -11,6 +11,7 @@ from sim.cli import main
 from sim.dag_run import DagRun
 from sim.fabric import LinkSpec
 from workloads import chakra
+from workloads.dag import COMPUTE, RECV, SEND, Op, Workload
 from workloads.generators import gpt_3d
 from workloads.models import Cluster, Model
 
@@ -62,3 +63,27 @@ def test_chakra_trace_on_dask_gives_the_serial_rows(tmp_path):
     both = CliRunner().invoke(main, ["trace", str(tmp_path / "t" / "job"), "--workers", "1",
                                      "--scheduler", "tcp://127.0.0.1:1"])
     assert both.exit_code == 2 and "exclude each other" in both.output
+
+
+def test_malformed_trace_cli_errors_are_one_line_with_exit_2(tmp_path):
+    nan = tmp_path / "nan"
+    nan.mkdir()
+    (nan / "t.0.et").write_bytes(chakra._framed(chakra._enc_bytes(1, b"0.0.4")) + chakra._framed(
+        chakra._enc_node(0, "c", chakra.COMP, (), 0, {"duration_s": float("nan")})))
+    cases = {
+        "deadlock": [[Op(0, "r", RECV, "a", peer=1, bytes=8),
+                      Op(1, "s", SEND, "b", (0,), peer=1, bytes=8)],
+                     [Op(0, "r", RECV, "a", peer=0, bytes=8),
+                      Op(1, "s", SEND, "b", (0,), peer=0, bytes=8)]],
+        "cycle": [[Op(0, "a", COMPUTE, "s", (1,)), Op(1, "b", COMPUTE, "t", (0,))]],
+    }
+    want = {"nan": "duration nan s", "deadlock": "a recv its peers never met",
+            "cycle": "in a cycle"}
+    for name, ranks in cases.items():
+        chakra.write(Workload(name, ranks), tmp_path / name / "t")
+    for name in want:
+        res = CliRunner().invoke(main, ["trace", str(tmp_path / name / "t"), "--out",
+                                        str(tmp_path / "out")])
+        assert res.exit_code == 2, (name, res.output)
+        assert want[name] in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "out").exists()
