@@ -76,6 +76,7 @@ def run(topo: Topology, flows, policy: str, transport: Transport, link: LinkSpec
     idle, core = core_links_idle(fab, topo)
     return {"fabric": topo.name, "hosts": n, "flows": len(flows), "policy": policy,
             "receiver": transport.receiver_of(policy), "pfc": transport.pfc,
+            "host_window": transport.host_window,
             "dcqcn": transport.cc, "done": all(t >= 0 for t in ends),
             "cct_us": max(ends) * 1e6, "mean_fct_us": sum(ends) / len(ends) * 1e6,
             "packets": e.packets_sent, "events": e.events(), "cpu_s": cpu, "wall_s": wall,
@@ -93,6 +94,8 @@ def main() -> None:
     ap.add_argument("--gbps", type=float, default=400.0)
     ap.add_argument("--delay-ns", type=float, default=500.0)
     ap.add_argument("--window", type=int, default=64)
+    ap.add_argument("--host-window", type=int, default=0,
+                    help="data packets in flight per NIC over all its QPs (0: no cap)")
     ap.add_argument("--receiver", choices=("auto", "gbn", "sr"), default="auto")
     ap.add_argument("--pfc", action=argparse.BooleanOptionalAction, default=False,
                     help="PFC (off: deep queues, as htsim's EQDS runs)")
@@ -105,7 +108,8 @@ def main() -> None:
     topo = FABRICS[a.fabric]()
     if max(max(s, d) for s, d, _ in flows) >= len(topo.hosts):
         sys.exit(f"compare_htsim: {a.cm} names hosts beyond {a.fabric}'s {len(topo.hosts)}")
-    transport = Transport(window=a.window, receiver=a.receiver, pfc=a.pfc, cc=a.dcqcn)
+    transport = Transport(window=a.window, host_window=a.host_window, receiver=a.receiver,
+                          pfc=a.pfc, cc=a.dcqcn)
     row = run(topo, flows, a.policy, transport, LinkSpec(a.gbps, a.delay_ns))
     print(json.dumps(row))
 

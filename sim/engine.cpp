@@ -225,6 +225,7 @@ class Fabric {
   uint32_t ecn_kmin = 100000, ecn_kmax = 400000;
   double ecn_pmax = 0.2;
   uint32_t window = 64, reps_cache = 8;
+  uint32_t host_window = 0;           // data packets in flight per NIC, all QPs (0: no cap)
   uint32_t gbn_modes = 0;             // bit m set: QPs of entropy mode m get go-back-N receivers
   // DCQCN (sim/README.md lists the defaults and their sources)
   bool cc = true;
@@ -440,6 +441,7 @@ class Fabric {
   };
   struct Nic {
     std::vector<int> active;       // QPs with work, round-robin
+    uint32_t inflight = 0;         // data packets of all its QPs in flight
     size_t rr = 0;
     double busy_until = 0;         // the NIC's line is busy until then
     bool pending = false;
@@ -884,7 +886,7 @@ class Fabric {
     if (st.acked) return;
     st.acked = 1;
     q.acked_count++;
-    if (!st.lost) q.inflight--;
+    if (!st.lost) landed(q);
   }
 
   // Go-back-N: every packet sent from `from` on is sent again, in order.
@@ -892,7 +894,7 @@ class Fabric {
     for (uint32_t psn = from; psn < q.next_new; psn++) {
       PktState& st = pkts_[q.base + psn];
       if (st.acked || st.lost) continue;
-      st.lost = 1; q.inflight--; q.retx.push_back(psn);
+      st.lost = 1; landed(q); q.retx.push_back(psn);
     }
   }
 
@@ -960,6 +962,13 @@ class Fabric {
     return q.has_work() && q.inflight < window && q.next_send <= t + 1e-11;
   }
 
+  // A packet of q is no longer in flight (acknowledged, or declared lost).
+  void landed(Qp& q) {
+    q.inflight--;
+    Nic& n = nic_[q.src];
+    if (n.inflight-- == host_window && host_window) wake(q.src);
+  }
+
   void wake(int host) { schedule_pump(host, now()); }
 
   // The NIC sends one packet per line-rate slot, round-robin over eligible QPs.
@@ -967,6 +976,7 @@ class Fabric {
     Nic& n = nic_[host];
     n.pending = false;
     if (links_[ports_[host][0]].paused) return;  // PFC: woken again by the RESUME
+    if (host_window && n.inflight >= host_window) return;   // woken when a packet lands
     double t = now(), soonest = -1;
     size_t m = n.active.size();
     for (size_t k = 0; k < m; k++) {
@@ -1020,6 +1030,7 @@ class Fabric {
     pkts_[q.base + psn].sent_ev = h.sport;
     pkts_[q.base + psn].sent_at = now();
     q.inflight++;
+    nic_[host].inflight++;
     packets_sent++;
     q.next_send = now() + (WIRE_HEADER + size) * 8.0 / q.rate;
     if (cc && q.rate < line_bps && (q.byte_count += WIRE_HEADER + size) >= byte_counter) {
@@ -1066,7 +1077,7 @@ class Fabric {
       if (pkts_[q.base + psn].acked || pkts_[q.base + psn].lost) continue;
       if (t - pkts_[q.base + psn].sent_at >= limit - 1e-12) {
         if (q.gbn) { go_back(q, psn); fired = true; break; }
-        pkts_[q.base + psn].lost = 1; q.inflight--; q.retx.push_back(psn);
+        pkts_[q.base + psn].lost = 1; landed(q); q.retx.push_back(psn);
         fired = true;
         if (q.mode == REPS) {        // a timeout evicts the entropy that led into it
           uint16_t ev = pkts_[q.base + psn].sent_ev;
@@ -1185,6 +1196,7 @@ const Field FIELDS[] = {
     {"ecn_kmin", nullptr, &Fabric::ecn_kmin, nullptr, nullptr, true},
     {"ecn_kmax", nullptr, &Fabric::ecn_kmax, nullptr, nullptr, true},
     {"window", nullptr, &Fabric::window, nullptr, nullptr, true},
+    {"host_window", nullptr, &Fabric::host_window, nullptr, nullptr, true},
     {"reps_cache", nullptr, &Fabric::reps_cache, nullptr, nullptr, true},
     {"gbn_modes", nullptr, &Fabric::gbn_modes, nullptr, nullptr, true},
     {"rto_max_backoff", nullptr, &Fabric::rto_max_backoff, nullptr, nullptr, true},

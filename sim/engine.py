@@ -39,7 +39,8 @@ MCAST = 8                         # engine.cpp's Flags::MCAST: a raw send that i
 CONFIG = ("line_bps", "rto", "ecn_pmax", "cnp_interval", "dcqcn_g", "alpha_resume",
           "rate_decrease_interval", "rp_timer", "byte_counter", "rate_ai", "rate_hai", "min_rate",
           "buffer_bytes", "pfc_alpha", "headroom_bytes", "pfc_resume_bytes", "ecn_kmin",
-          "ecn_kmax", "window", "reps_cache", "gbn_modes", "rto_max_backoff", "fast_recovery",
+          "ecn_kmax", "window", "host_window", "reps_cache", "gbn_modes", "rto_max_backoff",
+          "fast_recovery",
           "cc", "pfc")
 COUNTERS = ("max_queue_bytes", "max_buffer_bytes", "max_ingress_bytes", "drop_injected",
             "min_rate_seen", "dropped", "drop_failed", "drop_queue", "drop_buffer",

@@ -58,6 +58,7 @@ class Transport:
     scripts derive it (`per_rate`)."""
     mtu: int = 4096                  # RoCE payload bytes per packet
     window: int = 64                 # packets in flight per QP
+    host_window: int = 0             # ... per NIC, over all its QPs (0: no cap)
     rto_s: float = 100e-6            # retransmission timeout, doubled on each expiry
     rto_max_backoff: int = 6         # ... up to rto_s * 2^6
     # go-back-N (RoCE's) or selective repeat; auto: each policy with the receiver its authors
@@ -129,6 +130,7 @@ class SimFabric:
         t, derived = transport, transport.per_rate(link.bps)
         e.line_bps = link.bps
         e.rto, e.rto_max_backoff, e.window = t.rto_s, t.rto_max_backoff, t.window
+        e.host_window = t.host_window
         e.gbn_modes = t.gbn_modes()
         e.cc, e.cnp_interval, e.dcqcn_g = t.cc, t.cnp_interval_s, t.dcqcn_g
         e.alpha_resume, e.rate_decrease_interval = t.alpha_resume_s, t.rate_decrease_interval_s

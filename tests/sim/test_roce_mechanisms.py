@@ -134,3 +134,11 @@ def test_dcqcn_rate_falls_on_cnps_and_recovers():
 def test_each_policy_gets_the_receiver_its_authors_assume(policy, receiver):
     assert Transport().receiver_of(policy) == receiver
     assert Transport(receiver="gbn").receiver_of(policy) == "go-back-N"
+
+
+def test_a_host_window_caps_what_each_nic_has_in_flight():
+    deep, _, _ = incast(Transport(pfc=False, cc=False))
+    capped, qps, _ = incast(Transport(pfc=False, cc=False, host_window=4))
+    assert all(capped.engine.qp_finished(q) > 0 for q in qps)
+    # 4 senders with 4 packets each in flight at most: the receiver's port never queues more
+    assert capped.engine.max_queue_bytes <= 4 * 4 * WIRE < deep.engine.max_queue_bytes
