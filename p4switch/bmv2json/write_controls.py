@@ -24,13 +24,19 @@ class Controls:
             elif kind == "counter":
                 self.doc["counter_arrays"].append({"name": fq, "id": len(self.doc["counter_arrays"]),
                                                    "size": spec["size"], "is_direct": False})
-            elif kind == "direct_counter":
+            elif kind == "meter":
+                self.doc["meter_arrays"].append({
+                    "name": fq, "id": len(self.doc["meter_arrays"]), "is_direct": False,
+                    "size": spec["size"], "rate_count": 2,
+                    "type": "bytes" if spec.get("type", spec.get("unit")) == "bytes" else "packets"})
+            elif kind in ("direct_counter", "action_profile", "action_selector"):
                 pass                                   # with its table
             else:
                 raise CannotWrite(f"extern instance {fq} of kind {kind} (registers, counters and "
                                   "direct counters only)")
         self.action_ids: dict[str, int] = {}
         self.table_done: set[str] = set()
+        self.profiles_written: dict[str, dict] = {}
         self.counter = 0
 
     # ------------------------------------------------------------------ a pipeline
@@ -50,10 +56,11 @@ class Controls:
                 self.frame[st.targets[0].attr] = roles[st.value.id]
                 continue
             body.append(st)
-        self.tables, self.conditionals = [], []
+        self.tables, self.conditionals, self.profile_list = [], [], []
         init = self.block(body, None)
         return {"name": name, "id": len(self.doc["pipelines"]), "init_table": init,
-                "tables": self.tables, "action_profiles": [], "conditionals": self.conditionals}
+                "tables": self.tables, "action_profiles": self.profile_list,
+                "conditionals": self.conditionals}
 
     def crefs(self, parts, node):
         if parts[0] == "F" and len(parts) > 1 and parts[1] in self.frame:
@@ -203,7 +210,7 @@ class Controls:
             raise CannotWrite(f"table {fq} is applied twice (BMv2 runs each table at one place)")
         self.table_done.add(fq)
         spec = self.prog.tables[fq]
-        for what in ("implementation", "direct_meter"):
+        for what in ("direct_meter",):
             if spec.get(what):
                 raise CannotWrite(f"table {fq}: {what.replace('_', ' ')} (not written)")
         fn = self.funcs[fname]
@@ -237,12 +244,34 @@ class Controls:
                                "action_entry_const": bool(spec.get("default_const"))}}
         if spec.get("const_entries"):
             t["entries"] = self.entries(fq, spec, key)
+        if spec.get("implementation"):
+            self.profile(t, spec, fn, ex)
         if spec.get("direct_counter"):
             self.doc["counter_arrays"].append({"name": spec["direct_counter"],
                                                "id": len(self.doc["counter_arrays"]),
                                                "is_direct": True, "binding": fq})
         self.tables.append(t)
         return t
+
+    def profile(self, t, spec, fn, ex):
+        """An action profile or selector: the pipeline's `action_profiles`, the table indirect."""
+        name = spec["implementation"]
+        ext = self.prog.externs[name]
+        if name not in self.profiles_written:
+            ap = {"name": name, "id": len(self.profiles_written), "max_size": ext["size"]}
+            if ext["kind"] == "action_selector":
+                sel = fn.body[1].value.args[1]
+                inputs = [ex.data(e) for e in sel.elts]
+                if any(i.get("type") != "field" for i in inputs):
+                    raise CannotWrite(f"table {t['name']}: a selector input that is not a field")
+                if ext["algorithm"] not in ("crc16", "crc32", "identity", "xor16", "csum16"):
+                    raise CannotWrite(f"table {t['name']}: selector algorithm {ext['algorithm']}")
+                ap["selector"] = {"algo": ext["algorithm"], "input": inputs}
+            self.profiles_written[name] = ap
+            self.profile_list.append(ap)
+        t["type"] = "indirect_ws" if ext["kind"] == "action_selector" else "indirect"
+        t["action_profile"] = name
+        del t["default_entry"]                 # p4c writes none for an indirect table
 
     def entries(self, fq, spec, key) -> list[dict]:
         """Const entries in p4switch's order (explicit priority, else earlier first), as BMv2
@@ -376,7 +405,11 @@ class Controls:
                         {"type": "header", "value": dst[1]}, {"type": "header", "value": src[1]}]}]
                 ex.fail(st, "a copy of something other than a header")
             read = _register_read(value)
-            if read and read[0] in self.extern_names:
+            if read and read[0] in self.extern_names and read[2] == "execute":
+                fq, kind, _ = self.extern_names[read[0]]
+                return [{"op": "execute_meter", "parameters": [
+                    {"type": "meter_array", "value": fq}, ex.data(read[1]), ex.data(tgt)]}]
+            if read and read[0] in self.extern_names and read[2] == "read":
                 fq, kind, _ = self.extern_names[read[0]]
                 return [{"op": "register_read", "parameters": [
                     ex.data(tgt), {"type": "register_array", "value": fq}, ex.data(read[1])]}]
@@ -492,10 +525,10 @@ def _hash_offset(node):
 
 
 def _register_read(value):
-    """`(X.read(i)) & MASK` -> ('X', i)"""
+    """`(X.read(i)) & MASK` -> ('X', i, 'read'); a meter's `X.execute(i, _S.plen)` likewise."""
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitAnd):
         value = value.left
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
-            value.func.attr == "read" and len(value.args) == 1:
-        return ast.unparse(value.func.value), value.args[0]
+            value.func.attr in ("read", "execute") and value.args:
+        return ast.unparse(value.func.value), value.args[0], value.func.attr
     return None
