@@ -76,7 +76,13 @@ def compiled(config: bytes, p4info=None):
     key = hashlib.sha256(config + b"\0" + extra).digest()
     with _cache_lock:
         hit = _cache.get(key)
-        if hit is not None:
+        if hit is None and extra:
+            # the P4Info a config's own compile made is the one a client sends back (a
+            # command-line program, then its push): read with it, the program is the same
+            alone = _cache.get(hashlib.sha256(config + b"\0").digest())
+            if alone is not None and alone[1].SerializeToString(deterministic=True) == extra:
+                hit = alone
+        if hit is not None and key in _cache:
             _cache.move_to_end(key)
     if hit is None:
         hit = _compile(config, p4info)
