@@ -93,6 +93,11 @@ class Arbiter:
                 return False
             return rs.primary.election_id == (election_id.high, election_id.low)
 
+    def connected(self) -> bool:
+        """Whether any client has a stream open (and arbitrated)."""
+        with self._lock:
+            return any(rs.connections for rs in self._roles.values())
+
     def knows(self, role: str) -> bool:
         with self._lock:
             return role in self._roles

@@ -80,7 +80,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def SetForwardingPipelineConfig(self, request, context):
         self._check_device(request.device_id)
         self._check_role(request.role)
-        if not self.arbiter.is_primary(request.role, self._eid(request)):
+        if not self._may_write(request):
             raise permission_denied(NOT_PRIMARY)
         action = request.action
         if action == Action.UNSPECIFIED or action not in Action.values():
@@ -178,7 +178,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             self._check_device(request.device_id)
             self._check_role(request.role)
-            if not self.arbiter.is_primary(request.role, self._eid(request)):
+            if not self._may_write(request):
                 raise permission_denied(NOT_PRIMARY)
             if request.atomicity not in p4runtime_pb2.WriteRequest.Atomicity.values():
                 raise invalid(f"unknown atomicity {request.atomicity}")
@@ -406,6 +406,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         if self.pipeline is None:
             raise failed_precondition(NO_PIPELINE)
         return self.pipeline
+
+    def _may_write(self, request) -> bool:
+        """Primary's requests only. simple_switch_grpc (PI) also takes, while no client has a
+        stream open, every request without election id (and refuses those with one)."""
+        if not self.strict and not self.arbiter.connected():
+            return not request.HasField("election_id")
+        return self.arbiter.is_primary(request.role, self._eid(request))
 
     def _eid(self, request):
         """A request without election id: none (the spec), or 0 (simple_switch_grpc)."""

@@ -116,3 +116,25 @@ def test_idle_timeout_on_a_table_without_one_bmv2_or_spec(pipeline, strict):
                                                      "tables which do not support idle timeout")
         finally:
             client.close()
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_requests_before_any_stream_bmv2_or_spec(pipeline, strict):
+    """simple_switch_grpc (PI): while no client has a stream open, a request without election
+    id is taken (how PI's PTF runner pushes its pipeline) and one with an election id is not
+    primary. The spec: no stream, no primary, nothing is taken."""
+    args = ["--no-p4", "--device-id", str(DEVICE)] + (["--p4runtime-strict"] if strict else [])
+    with SwitchProcess(args) as switch, grpc.insecure_channel(switch.grpc_addr) as channel:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        with pytest.raises(grpc.RpcError) as err:
+            _push(stub, pipeline, election_id=1)
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        if strict:
+            with pytest.raises(grpc.RpcError) as err:
+                _push(stub, pipeline)
+            assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        else:
+            _push(stub, pipeline)
+            got = stub.GetForwardingPipelineConfig(
+                p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=DEVICE))
+            assert got.config.p4info == pipeline.p4info
