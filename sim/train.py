@@ -206,7 +206,8 @@ def print_megatron_table(out_dir: Path) -> None:
               "this model's prediction (no packet simulation) and stop.")
 @click.option("--hosts-per-leaf", type=click.IntRange(1), default=16, show_default=True)
 @click.option("--segment", default="64KiB", show_default=True,
-              help="Simulated packet payload (coarser than 4 KiB for speed; sim/README.md).")
+              help="Simulated packet payload (docs/training.md measures its effect: 64 vs 16 KiB "
+              "changes a GPT-3 13B iteration by 0.07 %).")
 @click.option("--rto-us", type=click.FloatRange(min=1), default=100.0, show_default=True,
               help="Retransmission timeout (raise it with --segment: a deep queue of large "
               "segments outlasts 100 us and the timeouts fire spuriously).")

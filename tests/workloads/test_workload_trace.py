@@ -147,3 +147,19 @@ def test_malformed_trace_memory_node_is_refused_naming_the_feature(tmp_path):
 def test_trace_results_are_json_without_nan():
     out = run_analytic(astra_ring(2, 2, 8, 1 * US), lambda op: 0.0)
     json.dumps(out, allow_nan=False)
+
+
+def test_malformed_trace_unmodelled_features_are_named(tmp_path):
+    meta = chakra._framed(chakra._enc_bytes(1, b"0.0.4"))
+    dims = chakra._enc_bytes(1, b"involved_dim") + chakra._enc_bytes(
+        28, chakra._enc_bytes(1, bytes([1, 0])))              # bool_list [true, false]
+    node = chakra._enc_node(4, "ar", chakra.COMM_COLL, (), 0,
+                            {"comm_type": 0, "comm_size": 64}) + chakra._enc_bytes(10, dims)
+    (tmp_path / "d.0.et").write_bytes(meta + chakra._framed(node))
+    with pytest.raises(chakra.ChakraError, match=re.escape(
+            "node 4 (ar): involved_dim [True, False] leaves out a network dimension")):
+        chakra.read(tmp_path / "d")
+    bcast = chakra._enc_node(5, "bc", chakra.COMM_COLL, (), 0, {"comm_type": 5, "comm_size": 64})
+    (tmp_path / "d.0.et").write_bytes(meta + chakra._framed(bcast))
+    with pytest.raises(chakra.ChakraError, match="collective BROADCAST is not supported"):
+        chakra.read(tmp_path / "d")
