@@ -1,13 +1,16 @@
 """fabricctl: the command line of fabricd's API.
 
-Tables for people by default, `--json` for scripts. Exit codes: 0 done; 1 a switch could
-not be written (the change is kept and retried); 2 bad command line; 3 not found;
-4 invalid argument; 5 no resources (e.g. no isolated slice fits); 6 refused by the current
-state (exists already, in use, ...); 7 fabricd unreachable; 8 other server error.
+Tables for people by default, `--json` for scripts. A change prints what each switch did
+(in sync, pending, failed with the error). Exit codes: 0 done, every switch in sync; 1 the
+change is accepted but some switch (or every one) is pending or failed: fabricd keeps the
+change and retries them; 2 bad command line; 3 not found; 4 invalid argument; 5 no resources
+(e.g. no isolated slice fits); 6 refused by the current state (exists already, in use, ...);
+7 fabricd unreachable; 8 other server error (fabricd's log names it).
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -40,6 +43,9 @@ NO_FABRICD = """fabricctl: is a fabricd running there? Start one of:
 and point fabricctl at it with --server HOST:PORT or $FABRICD."""
 EXIT_SWITCH_ERROR = 1
 EXIT_OTHER = 8
+UINT32 = 2**32 - 1
+STATUS = {api.SwitchSync.IN_SYNC: "in sync", api.SwitchSync.PENDING: "pending",
+          api.SwitchSync.FAILED: "failed"}
 
 
 class Ctx:
@@ -65,15 +71,23 @@ class Ctx:
             sys.exit(EXIT.get(code, EXIT_OTHER))
 
     def emit(self, message, human) -> None:
-        """Print `message` as JSON or through `human(message)`; exit 1 if a switch failed."""
+        """Print `message` as JSON or through `human(message)`, then what each switch did
+        with a change; exit 1 if some switch is not in sync."""
+        results = _sync_results(message)
         if self.as_json:
             click.echo(json.dumps(json_format.MessageToDict(
                 message, preserving_proto_field_name=True, including_default_value_fields=True),
                 indent=1))
         else:
             human(message)
-        failed = [s for s in getattr(message, "switches", ()) if getattr(s, "error", "")]
-        if failed:
+            if results and not isinstance(message, api.SyncReply):
+                click.echo()
+                _sync_table(results)
+        behind = [s.switch for s in results if not _in_sync(s)]
+        if behind:
+            click.echo(f"fabricctl: {len(behind)} of {len(results)} switches not in sync "
+                       f"({', '.join(behind)}): fabricd keeps the change and retries them",
+                       err=True)
             sys.exit(EXIT_SWITCH_ERROR)
 
 
@@ -82,17 +96,43 @@ def table(headers: list[str], rows: list[list]) -> None:
                         disable_numparse=True))
 
 
-def _sync_table(reply) -> None:
+def _sync_results(message) -> list:
+    if isinstance(message, api.SyncReply):
+        return list(message.switches)
+    return list(getattr(message, "sync", ()))
+
+
+def _in_sync(s) -> bool:
+    return not s.error and s.status in (api.SwitchSync.IN_SYNC,
+                                        api.SwitchSync.STATUS_UNSPECIFIED)
+
+
+def _sync_table(results) -> None:
+    if isinstance(results, api.SyncReply):
+        results = results.switches
     table(["switch", "inserted", "modified", "deleted", "entries", "status"],
-          [[s.switch, s.inserted, s.modified, s.deleted, s.entries, s.error or "ok"]
-           for s in reply.switches])
+          [[s.switch, s.inserted, s.modified, s.deleted, s.entries,
+            STATUS.get(s.status, "in sync" if _in_sync(s) else "failed")
+            + (f": {s.error}" if s.error else "")] for s in results])
+
+
+def _seconds(ctx, param, value):
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds")
+    return value
+
+
+def _deleted(line: str, reply) -> None:
+    click.echo(line)
+    _sync_table(reply)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--server", default=lambda: os.environ.get("FABRICD", DEFAULT_SERVER),
               show_default=f"$FABRICD or {DEFAULT_SERVER}", help="fabricd's API address.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
-@click.option("--timeout", default=30.0, show_default=True, help="Seconds per request.")
+@click.option("--timeout", default=30.0, show_default=True, callback=_seconds,
+              type=click.FloatRange(0, 86400, min_open=True), help="Seconds per request.")
 @click.option("--ca", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Connect over TLS, verifying fabricd against this CA.")
 @click.option("--cert", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="PEM client certificate, for a fabricd that requires one (with --key, --ca).")
@@ -160,9 +200,9 @@ def step():
 
 def _flow(text: str) -> api.FlowSpec:
     parts = text.split(":")
-    if len(parts) != 3 or not parts[2].isdigit():
-        raise click.BadParameter(f"{text!r}: expected SRC:DST:BYTES, e.g. h1:h3:1048576",
-                                 param_hint="--flow")
+    if len(parts) != 3 or not parts[2].isdigit() or int(parts[2]) >= 2**64:
+        raise click.BadParameter(f"{text!r}: expected SRC:DST:BYTES (BYTES below 2^64), e.g. "
+                                 "h1:h3:1048576", param_hint="--flow")
     return api.FlowSpec(src=parts[0], dst=parts[1], bytes=int(parts[2]))
 
 
@@ -208,7 +248,7 @@ def step_install(c: Ctx, name, flows, path, pins):
 @click.pass_obj
 def step_remove(c: Ctx, name):
     c.emit(c.call("RemoveStep", api.NameRequest(name=name)),
-           lambda _: click.echo(f"step {name} removed"))
+           lambda r: _deleted(f"step {name} removed", r))
 
 
 # -- slices, groups, jobs ----------------------------------------------------------------------
@@ -225,7 +265,7 @@ def _slice_human(s) -> None:
 
 @slice_.command("create")
 @click.argument("name")
-@click.argument("hosts", type=click.IntRange(1))
+@click.argument("hosts", type=click.IntRange(1, UINT32))
 @click.pass_obj
 def slice_create(c: Ctx, name, hosts):
     """Give job NAME an isolated slice of HOSTS hosts."""
@@ -237,7 +277,7 @@ def slice_create(c: Ctx, name, hosts):
 @click.pass_obj
 def slice_delete(c: Ctx, name):
     c.emit(c.call("DeleteSlice", api.NameRequest(name=name)),
-           lambda _: click.echo(f"slice {name} deleted"))
+           lambda r: _deleted(f"slice {name} deleted", r))
 
 
 @main.group()
@@ -269,7 +309,7 @@ def group_create(c: Ctx, name, members, loss):
 @click.pass_obj
 def group_delete(c: Ctx, name):
     c.emit(c.call("DeleteMulticastGroup", api.NameRequest(name=name)),
-           lambda _: click.echo(f"group {name} deleted"))
+           lambda r: _deleted(f"group {name} deleted", r))
 
 
 @main.group()
@@ -286,7 +326,7 @@ def job():
               "on one leaf.")
 @click.option("--credits", default=8, show_default=True, type=click.IntRange(1, 256),
               help="netreduce: messages in flight per job (a power of two).")
-@click.option("--slots", default=16, show_default=True, type=click.IntRange(1),
+@click.option("--slots", default=16, show_default=True, type=click.IntRange(1, UINT32),
               help="switchml: register slots on the aggregating leaf.")
 @click.pass_obj
 def job_create(c: Ctx, name, workers, kind, credits, slots):
@@ -311,7 +351,7 @@ def job_create(c: Ctx, name, workers, kind, credits, slots):
 @click.pass_obj
 def job_delete(c: Ctx, name):
     c.emit(c.call("DeleteAggregationJob", api.NameRequest(name=name)),
-           lambda _: click.echo(f"job {name} deleted"))
+           lambda r: _deleted(f"job {name} deleted", r))
 
 
 # -- links, state, counters --------------------------------------------------------------------

@@ -2,12 +2,13 @@
 change of the fabric's state, refusals become gRPC statuses."""
 from __future__ import annotations
 
+import logging
 from concurrent import futures
 
 import click
 import grpc
 
-from controller import encode_fabric, switch_plan
+from controller import encode_fabric, fabricd_topology, switch_plan
 from controller.fabricd_state import Fabric
 from controller.intent import IntentError
 from controller.p4rt import P4RuntimeError
@@ -18,20 +19,56 @@ from fabricmodel import ethereal
 from fabricmodel.loads import lower_bound, max_load
 from grpctls import ServerTLS
 
+log = logging.getLogger("fabricd")
+
 
 def _abort(context, err: IntentError):
     context.abort(getattr(grpc.StatusCode, err.code), str(err))
 
 
+# Lengths a request may carry: names are identifiers (a 100,000-character name, once
+# persisted, would be echoed by every later refusal); a topology is a few lines of YAML.
+MAX_STRING = 64
+MAX_YAML = 64 * 1024
+MAX_ITEMS = 65536
+_LIMITS = {"yaml": MAX_YAML}
+
+
+def check_sizes(msg, path: str = "") -> None:
+    """Refuse (INVALID_ARGUMENT, naming the field) any string or list in `msg` beyond the
+    limits above, before the request reaches the model or its lock."""
+    for field, value in msg.ListFields():
+        where = f"{path}{field.name}"
+        items = value if field.label == field.LABEL_REPEATED else [value]
+        if field.label == field.LABEL_REPEATED and len(items) > MAX_ITEMS:
+            raise IntentError("INVALID_ARGUMENT", f"{where}: {len(items)} items, at most "
+                              f"{MAX_ITEMS}")
+        for item in items:
+            if field.type == field.TYPE_STRING:
+                limit = _LIMITS.get(field.name, MAX_STRING)
+                if len(item) > limit:
+                    raise IntentError("INVALID_ARGUMENT", f"{where}: {len(item)} characters, "
+                                      f"at most {limit}")
+            elif field.type == field.TYPE_MESSAGE:
+                check_sizes(item, where + ".")
+
+
 def _rpc(method):
-    """Map refusals to gRPC statuses; anything else is an internal error with its message."""
+    """Map refusals (IntentError: the caller's mistakes, with their status) to gRPC statuses;
+    anything else is a fault of fabricd: INTERNAL, logged with its traceback."""
     def wrapper(self, request, context):
         try:
+            check_sizes(request)
             return method(self, request, context)
         except IntentError as err:
             _abort(context, err)
-        except (ValueError, KeyError) as err:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err.args[0] if err.args else err))
+        except Exception as err:
+            if isinstance(err, grpc.RpcError) or context.code() is not None:
+                raise          # an abort of this call, already carrying its status
+            log.exception("%s failed", method.__name__)
+            context.abort(grpc.StatusCode.INTERNAL,
+                          f"fabricd failed in {method.__name__} ({type(err).__name__}: "
+                          f"{str(err)[:300]}); its log has the details")
     wrapper.__name__ = method.__name__
     wrapper.__doc__ = method.__doc__
     return wrapper
@@ -49,11 +86,10 @@ class Service(fabric_pb2_grpc.FabricServicer):
     @_rpc
     def SetTopology(self, request, context):
         f = self.fabric
+        topo = fabricd_topology.screen(request.yaml)     # outside the lock
         with f.lock:
-            trial = f.intent.clone()
-            trial.set_topology(request.yaml)
-            if set(trial.topo.switches) != set(f.devices) or any(
-                    trial.topo.switches[n].device_id != f.intent.topo.switches[n].device_id
+            if set(topo.switches) != set(f.devices) or any(
+                    topo.switches[n].device_id != f.intent.topo.switches[n].device_id
                     for n in f.devices):
                 raise IntentError("FAILED_PRECONDITION",
                                   "the new topology has other switches than the ones fabricd "
@@ -78,14 +114,16 @@ class Service(fabric_pb2_grpc.FabricServicer):
     def InstallStep(self, request, context):
         flows = [ethereal.Flow(f.src, f.dst, f.bytes, f.dst_qp, f.base_psn)
                  for f in request.flows]
-        step, _ = self.fabric.change(
+        step, synced = self.fabric.change(
             lambda intent: intent.install_step(request.name, flows, request.pins))
-        return self._step_reply(step)
+        reply = self._step_reply(step)
+        reply.sync.extend(synced)
+        return reply
 
     @_rpc
     def RemoveStep(self, request, context):
-        self.fabric.change(lambda intent: intent.remove_step(request.name))
-        return api.Empty()
+        _, synced = self.fabric.change(lambda intent: intent.remove_step(request.name))
+        return api.SyncReply(switches=synced)
 
     def _step_reply(self, step) -> api.StepReply:
         intent = self.fabric.intent
@@ -106,47 +144,54 @@ class Service(fabric_pb2_grpc.FabricServicer):
     # -- slices, groups, jobs, links -------------------------------------------------------------
     @_rpc
     def CreateSlice(self, request, context):
-        sl, _ = self.fabric.change(lambda intent: intent.create_slice(request.name,
-                                                                      request.hosts))
-        return self._slice(sl)
+        sl, synced = self.fabric.change(lambda intent: intent.create_slice(request.name,
+                                                                           request.hosts))
+        reply = self._slice(sl)
+        reply.sync.extend(synced)
+        return reply
 
     @_rpc
     def DeleteSlice(self, request, context):
-        self.fabric.change(lambda intent: intent.delete_slice(request.name))
-        return api.Empty()
+        _, synced = self.fabric.change(lambda intent: intent.delete_slice(request.name))
+        return api.SyncReply(switches=synced)
 
     @_rpc
     def CreateMulticastGroup(self, request, context):
-        group, _ = self.fabric.change(
+        group, synced = self.fabric.change(
             lambda intent: intent.create_group(request.name, list(request.members),
                                                request.loss))
-        return self._group(group)
+        reply = self._group(group)
+        reply.sync.extend(synced)
+        return reply
 
     @_rpc
     def DeleteMulticastGroup(self, request, context):
-        self.fabric.change(lambda intent: intent.delete_group(request.name))
-        return api.Empty()
+        _, synced = self.fabric.change(lambda intent: intent.delete_group(request.name))
+        return api.SyncReply(switches=synced)
 
     @_rpc
     def CreateAggregationJob(self, request, context):
         kind = request.kind or "netreduce"
         if kind == "switchml":
-            job, _ = self.fabric.change(
+            job, synced = self.fabric.change(
                 lambda intent: intent.create_job(request.name, list(request.workers),
                                                  request.slots or 1))
-            return self._job(job)
-        if kind != "netreduce":
+            reply = self._job(job)
+        elif kind == "netreduce":
+            job, synced = self.fabric.change(
+                lambda intent: intent.create_nr_job(request.name, list(request.workers),
+                                                    request.credits or 8))
+            reply = self._nr_job(job)
+        else:
             raise IntentError("INVALID_ARGUMENT", f"aggregation job kind must be netreduce or "
-                              f"switchml, not {kind!r}")
-        job, _ = self.fabric.change(
-            lambda intent: intent.create_nr_job(request.name, list(request.workers),
-                                                request.credits or 8))
-        return self._nr_job(job)
+                              f"switchml, not {kind[:40]!r}")
+        reply.sync.extend(synced)
+        return reply
 
     @_rpc
     def DeleteAggregationJob(self, request, context):
-        self.fabric.change(lambda intent: intent.delete_job(request.name))
-        return api.Empty()
+        _, synced = self.fabric.change(lambda intent: intent.delete_job(request.name))
+        return api.SyncReply(switches=synced)
 
     @_rpc
     def SetLink(self, request, context):

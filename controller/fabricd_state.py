@@ -79,6 +79,7 @@ class Fabric:
         reply = api.SwitchSync(switch=name, entries=state.size())
         if not connect and (not dev.connected or name in self.unsynced):
             reply.error = "not in sync (fabricd's watchdog retries it)"
+            reply.status = api.SwitchSync.PENDING
             self.unsynced.add(name)
             return reply
         try:
@@ -89,9 +90,11 @@ class Fabric:
             counts = dev.sync(state)
             reply.inserted, reply.modified, reply.deleted = (
                 counts["insert"], counts["modify"], counts["delete"])
+            reply.status = api.SwitchSync.IN_SYNC
             self.unsynced.discard(name)
         except P4RuntimeError as err:
             reply.error = str(err)
+            reply.status = api.SwitchSync.FAILED
             self.unsynced.add(name)
             log.info("%s: %s", name, err)
         return reply

@@ -8,11 +8,13 @@ re-synchronises, see `device.Device` and `controller/fabricd_watchdog.py`).
 """
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from collections.abc import Callable
 
 import grpc
+from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
@@ -21,6 +23,8 @@ from grpctls import ClientTLS, channel
 from .errors import NotPrimaryError, P4RuntimeError, from_rpc_error
 
 _CLOSE = object()
+PIPELINE_TIMEOUT = 60.0     # s for a SetForwardingPipelineConfig
+log = logging.getLogger("fabricd")
 
 
 class Connection:
@@ -36,6 +40,7 @@ class Connection:
         self._requests: queue.Queue = queue.Queue()
         self._arbitration = threading.Condition()
         self._primary: bool | None = None
+        self._refusal: tuple[int, int] | None = None   # (status code, highest id) if not primary
         self._alive = False
         self._session = 0          # a stream thread only reports on its own session
         self.packets_in: queue.Queue = queue.Queue()
@@ -54,14 +59,18 @@ class Connection:
         responses = self._stub.StreamChannel(iter(self._requests.get, _CLOSE))
         threading.Thread(target=self._read_stream, args=(responses, self._session),
                          daemon=True, name=f"p4rt-stream-{self.address}").start()
-        request = pb.StreamMessageRequest()
-        request.arbitration.device_id = self.device_id
-        request.arbitration.election_id.high = self.election_id >> 64
-        request.arbitration.election_id.low = self.election_id & ((1 << 64) - 1)
-        self._requests.put(request)
-        with self._arbitration:
-            self._arbitration.wait_for(lambda: self._primary is not None or not self._alive,
-                                       timeout=self.timeout)
+        self._arbitrate()
+        if self._alive and not self._primary and self._refusal is not None:
+            code, highest = self._refusal
+            if code == code_pb2.NOT_FOUND and highest >= self.election_id:
+                # No client is primary, but one that left had a higher id, and a switch makes
+                # primary only an id at least as high as the highest it has seen: without
+                # this, that departed client would lock this controller out until a restart.
+                log.warning("%s: election id %d refused (the highest seen there is %d, its "
+                            "client gone): arbitrating again with %d", self.address,
+                            self.election_id, highest, highest + 1)
+                self.election_id = highest + 1
+                self._arbitrate()
         if not self._alive:
             self.close()
             raise P4RuntimeError(grpc.StatusCode.UNAVAILABLE,
@@ -72,16 +81,39 @@ class Connection:
                                   f"election id {self.election_id} is not primary "
                                   f"on {self.address}")
 
+    def _arbitrate(self) -> None:
+        with self._arbitration:
+            self._primary, self._refusal = None, None
+        request = pb.StreamMessageRequest()
+        request.arbitration.device_id = self.device_id
+        request.arbitration.election_id.high = self.election_id >> 64
+        request.arbitration.election_id.low = self.election_id & ((1 << 64) - 1)
+        self._requests.put(request)
+        with self._arbitration:
+            self._arbitration.wait_for(lambda: self._primary is not None or not self._alive,
+                                       timeout=self.timeout)
+
     def open_channel(self) -> None:
         """Only the channel: enough to Read (an observer that must not take primacy away)."""
         self.close()
         self._channel = channel(self.address, self.tls)
+        # A refused connection (or TLS handshake) fails at once rather than after `timeout`
+        # of gRPC's reconnect backoff: the caller (fabricd's watchdog) retries on its own.
+        states: queue.Queue = queue.Queue()
+        self._channel.subscribe(states.put, try_to_connect=True)
+        state = None
         try:
-            grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
-        except grpc.FutureTimeoutError:
+            while state not in (grpc.ChannelConnectivity.READY,
+                                grpc.ChannelConnectivity.TRANSIENT_FAILURE):
+                state = states.get(timeout=self.timeout)
+        except queue.Empty:
+            state = None
+        finally:
+            self._channel.unsubscribe(states.put)
+        if state != grpc.ChannelConnectivity.READY:
             self.close()
-            raise P4RuntimeError(grpc.StatusCode.UNAVAILABLE,
-                                 f"switch {self.address} does not answer") from None
+            what = "refused the connection" if state else "does not answer"
+            raise P4RuntimeError(grpc.StatusCode.UNAVAILABLE, f"switch {self.address} {what}")
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
 
     def _read_stream(self, responses, session: int) -> None:
@@ -91,7 +123,11 @@ class Connection:
                 if kind == "arbitration":
                     with self._arbitration:
                         if session == self._session:
-                            self._primary = msg.arbitration.status.code == 0
+                            arb = msg.arbitration
+                            self._primary = arb.status.code == 0
+                            self._refusal = None if self._primary else (
+                                arb.status.code,
+                                arb.election_id.high << 64 | arb.election_id.low)
                         self._arbitration.notify_all()
                 elif kind == "packet":
                     self.packets_in.put(msg.packet)
@@ -125,11 +161,11 @@ class Connection:
         msg.election_id.high = self.election_id >> 64
         msg.election_id.low = self.election_id & ((1 << 64) - 1)
 
-    def _call(self, method, request):
+    def _call(self, method, request, timeout: float | None = None):
         if self._stub is None:
             raise P4RuntimeError(grpc.StatusCode.UNAVAILABLE, f"not connected to {self.address}")
         try:
-            return getattr(self._stub, method)(request, timeout=self.timeout)
+            return getattr(self._stub, method)(request, timeout=timeout or self.timeout)
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
 
@@ -141,7 +177,9 @@ class Connection:
         request.config.p4info.CopyFrom(p4info)
         request.config.p4_device_config = device_config
         request.config.cookie.cookie = cookie
-        self._call("SetForwardingPipelineConfig", request)
+        # a switch compiles the program it is sent (p4switch: seconds on a busy machine)
+        self._call("SetForwardingPipelineConfig", request,
+                   max(self.timeout, PIPELINE_TIMEOUT))
 
     def pipeline_cookie(self) -> int | None:
         """The cookie of the installed pipeline, or None when the switch has none."""

@@ -42,7 +42,7 @@ class FabricStub(object):
         self.RemoveStep = channel.unary_unary(
                 '/fabric.v1.Fabric/RemoveStep',
                 request_serializer=controller_dot_proto_dot_fabric__pb2.NameRequest.SerializeToString,
-                response_deserializer=controller_dot_proto_dot_fabric__pb2.Empty.FromString,
+                response_deserializer=controller_dot_proto_dot_fabric__pb2.SyncReply.FromString,
                 )
         self.CreateSlice = channel.unary_unary(
                 '/fabric.v1.Fabric/CreateSlice',
@@ -52,7 +52,7 @@ class FabricStub(object):
         self.DeleteSlice = channel.unary_unary(
                 '/fabric.v1.Fabric/DeleteSlice',
                 request_serializer=controller_dot_proto_dot_fabric__pb2.NameRequest.SerializeToString,
-                response_deserializer=controller_dot_proto_dot_fabric__pb2.Empty.FromString,
+                response_deserializer=controller_dot_proto_dot_fabric__pb2.SyncReply.FromString,
                 )
         self.CreateMulticastGroup = channel.unary_unary(
                 '/fabric.v1.Fabric/CreateMulticastGroup',
@@ -62,7 +62,7 @@ class FabricStub(object):
         self.DeleteMulticastGroup = channel.unary_unary(
                 '/fabric.v1.Fabric/DeleteMulticastGroup',
                 request_serializer=controller_dot_proto_dot_fabric__pb2.NameRequest.SerializeToString,
-                response_deserializer=controller_dot_proto_dot_fabric__pb2.Empty.FromString,
+                response_deserializer=controller_dot_proto_dot_fabric__pb2.SyncReply.FromString,
                 )
         self.CreateAggregationJob = channel.unary_unary(
                 '/fabric.v1.Fabric/CreateAggregationJob',
@@ -72,7 +72,7 @@ class FabricStub(object):
         self.DeleteAggregationJob = channel.unary_unary(
                 '/fabric.v1.Fabric/DeleteAggregationJob',
                 request_serializer=controller_dot_proto_dot_fabric__pb2.NameRequest.SerializeToString,
-                response_deserializer=controller_dot_proto_dot_fabric__pb2.Empty.FromString,
+                response_deserializer=controller_dot_proto_dot_fabric__pb2.SyncReply.FromString,
                 )
         self.SetLink = channel.unary_unary(
                 '/fabric.v1.Fabric/SetLink',
@@ -222,7 +222,7 @@ def add_FabricServicer_to_server(servicer, server):
             'RemoveStep': grpc.unary_unary_rpc_method_handler(
                     servicer.RemoveStep,
                     request_deserializer=controller_dot_proto_dot_fabric__pb2.NameRequest.FromString,
-                    response_serializer=controller_dot_proto_dot_fabric__pb2.Empty.SerializeToString,
+                    response_serializer=controller_dot_proto_dot_fabric__pb2.SyncReply.SerializeToString,
             ),
             'CreateSlice': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateSlice,
@@ -232,7 +232,7 @@ def add_FabricServicer_to_server(servicer, server):
             'DeleteSlice': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteSlice,
                     request_deserializer=controller_dot_proto_dot_fabric__pb2.NameRequest.FromString,
-                    response_serializer=controller_dot_proto_dot_fabric__pb2.Empty.SerializeToString,
+                    response_serializer=controller_dot_proto_dot_fabric__pb2.SyncReply.SerializeToString,
             ),
             'CreateMulticastGroup': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateMulticastGroup,
@@ -242,7 +242,7 @@ def add_FabricServicer_to_server(servicer, server):
             'DeleteMulticastGroup': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteMulticastGroup,
                     request_deserializer=controller_dot_proto_dot_fabric__pb2.NameRequest.FromString,
-                    response_serializer=controller_dot_proto_dot_fabric__pb2.Empty.SerializeToString,
+                    response_serializer=controller_dot_proto_dot_fabric__pb2.SyncReply.SerializeToString,
             ),
             'CreateAggregationJob': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateAggregationJob,
@@ -252,7 +252,7 @@ def add_FabricServicer_to_server(servicer, server):
             'DeleteAggregationJob': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteAggregationJob,
                     request_deserializer=controller_dot_proto_dot_fabric__pb2.NameRequest.FromString,
-                    response_serializer=controller_dot_proto_dot_fabric__pb2.Empty.SerializeToString,
+                    response_serializer=controller_dot_proto_dot_fabric__pb2.SyncReply.SerializeToString,
             ),
             'SetLink': grpc.unary_unary_rpc_method_handler(
                     servicer.SetLink,
@@ -377,7 +377,7 @@ class Fabric(object):
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/fabric.v1.Fabric/RemoveStep',
             controller_dot_proto_dot_fabric__pb2.NameRequest.SerializeToString,
-            controller_dot_proto_dot_fabric__pb2.Empty.FromString,
+            controller_dot_proto_dot_fabric__pb2.SyncReply.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
@@ -411,7 +411,7 @@ class Fabric(object):
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/fabric.v1.Fabric/DeleteSlice',
             controller_dot_proto_dot_fabric__pb2.NameRequest.SerializeToString,
-            controller_dot_proto_dot_fabric__pb2.Empty.FromString,
+            controller_dot_proto_dot_fabric__pb2.SyncReply.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
@@ -445,7 +445,7 @@ class Fabric(object):
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/fabric.v1.Fabric/DeleteMulticastGroup',
             controller_dot_proto_dot_fabric__pb2.NameRequest.SerializeToString,
-            controller_dot_proto_dot_fabric__pb2.Empty.FromString,
+            controller_dot_proto_dot_fabric__pb2.SyncReply.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
@@ -479,7 +479,7 @@ class Fabric(object):
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/fabric.v1.Fabric/DeleteAggregationJob',
             controller_dot_proto_dot_fabric__pb2.NameRequest.SerializeToString,
-            controller_dot_proto_dot_fabric__pb2.Empty.FromString,
+            controller_dot_proto_dot_fabric__pb2.SyncReply.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -104,13 +104,16 @@ def test_refusals_have_status_exit_code_and_change_nothing(daemon, tmp_path):
 
 def test_changes_persist_across_a_restart(daemon):
     server = daemon.start()
+    # no switch answers: each change is kept, reported pending on every switch, exit 1
     code, out = ctl(server, "slice", "create", "jobA", "2")
-    assert code == 0 and "jobA" in out, out
+    assert code == 1 and "jobA" in out and "4 of 4 switches not in sync" in out, out
     code, out = ctl(server, "--json", "group", "create", "g", "h3", "h4")
-    assert code == 0, out
-    assert json.loads(out)["address"].startswith("239.1.")
+    assert code == 1, out
+    reply = json.loads(out[:out.rindex("}") + 1])
+    assert reply["address"].startswith("239.1.")
+    assert {s["status"] for s in reply["sync"]} == {"PENDING"}
     code, out = ctl(server, "step", "install", "s1", "--flow", "h3:h4:4096")
-    assert code == 0 and "1 sub-flows" in out, out
+    assert code == 1 and "1 sub-flows" in out, out
     assert ctl(server, "slice", "create", "jobA", "2")[0] == 6     # ALREADY_EXISTS
     code, out = ctl(server, "link", "leaf2-spine1", "down")
     assert code == 1 and "leaf1" in out            # the switches did not answer: exit 1
@@ -136,8 +139,8 @@ def test_step_from_a_file_returns_ports_and_split_descriptors(daemon, tmp_path):
                     "  - {src: h1, dst: h4, bytes: 10240}\n"
                     "  - {src: h1, dst: h2, bytes: 10240}\n")
     code, out = ctl(server, "--json", "step", "install", "a2a", "--file", str(step))
-    assert code == 0, out
-    reply = json.loads(out)
+    assert code == 1, out                       # planned and kept; no switch answers
+    reply = json.loads(out[:out.rindex("}") + 1])
     cross = [s for s in reply["subflows"] if s["dst"] != "h2"]
     assert len(cross) == 2 and {s["path"][1] for s in cross} == {"spine1", "spine2"}
     desc = {d["dst_ip"]: d for d in reply["descriptors"]}
