@@ -10,6 +10,11 @@ The pipeline is given as compiled artifacts (`--p4info` and `--config`, from `p4
 compile` or `p4c-bm2-ss --p4runtime-files`) or compiled at start by a compiler command run as
 a subprocess (`--compiler`, default `p4switch compile`), so the controller depends on no
 target's internals and drives p4switch and BMv2 alike.
+
+Exit codes: 0 stopped by a signal; 1 a start-up input that does not work (a --state file that
+is not fabricd's, a pipeline that does not compile or load, an address that cannot be bound),
+said in one line; 2 a malformed command line (an address that is not HOST:PORT with a port in
+0..65535, options that go together). Every input is checked before any switch is written.
 """
 from __future__ import annotations
 
@@ -115,6 +120,36 @@ def tls_settings(cert, key, client_ca, switch_ca, switch_cert, switch_key):
     return api_tls, switch_tls
 
 
+def _address(ctx, param, value):
+    """HOST:PORT with a port in 0..65535 (0: any free port), checked before anything starts."""
+    if value is None:
+        return value
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise click.BadParameter(f"{value!r}: expected HOST:PORT with a port in 0..65535")
+    return value
+
+
+def load_intent(state_path: Path | None, topo_path: Path | None, limits) -> Intent:
+    """The intent of an existing --state file, else of --topology; one line for a file that
+    is neither."""
+    try:
+        if state_path and state_path.exists():
+            try:
+                return Intent.from_json(state_path.read_text(), *limits)
+            except (ValueError, KeyError, TypeError, AttributeError) as err:
+                raise click.ClickException(
+                    f"--state {state_path}: not a fabricd state file ({type(err).__name__}: "
+                    f"{str(err)[:200]}); move it away to start from --topology") from None
+        if topo_path:
+            return Intent.from_yaml(topo_path.read_text(), limits[0], str(topo_path), limits[1])
+    except IntentError as err:
+        raise click.ClickException(str(err)) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise click.ClickException(f"cannot read {state_path or topo_path}: {err}") from None
+    raise click.UsageError("give --topology (or a --state file that exists)")
+
+
 def start_web(fabric: Fabric, listen: str) -> WebServer:
     try:
         web = WebServer(fabric, listen).start()
@@ -143,7 +178,7 @@ def start_web(fabric: Fabric, listen: str) -> WebServer:
               help="Compiled device config (p4switch compile --config or p4c-bm2-ss -o JSON).")
 @click.option("--switch", "overrides", multiple=True, metavar="NAME=HOST:PORT",
               help="P4Runtime address of a switch (default 127.0.0.1:grpc_port_base+id).")
-@click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
+@click.option("--listen", default=DEFAULT_LISTEN, show_default=True, callback=_address,
               help="Address of the northbound API (port 0 picks a free one).")
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Serve the API over TLS with this PEM certificate (and --tls-key).")
@@ -174,7 +209,7 @@ def start_web(fabric: Fabric, listen: str) -> WebServer:
 @click.option("--ecmp-mode", type=click.Choice(sorted(encode_fabric.ECMP_MODES)),
               default="hash", show_default=True,
               help="How ECMP groups pick a member: per flow (hash) or per packet (baselines).")
-@click.option("--web", metavar="HOST:PORT",
+@click.option("--web", metavar="HOST:PORT", callback=_address,
               help="Serve the live view (topology, link loads, who uses each link) here, "
                    "e.g. 127.0.0.1:8080. Off by default.")
 @click.option("-v", "--verbose", is_flag=True)
@@ -189,32 +224,29 @@ def main(topo_path, state_path, program, compiler, p4info, config, overrides, li
     pipeline = load_pipeline(program, p4info, config, compiler)
     schema = Schema(pipeline.p4info)
     limits = (encode_fabric.slot_capacity(schema), encode_fabric.max_workers(schema))
-    try:
-        if state_path and state_path.exists():
-            intent = Intent.from_json(state_path.read_text(), *limits)
-        elif topo_path:
-            intent = Intent.from_yaml(topo_path.read_text(), limits[0], str(topo_path),
-                                      limits[1])
-        else:
-            raise click.UsageError("give --topology (or a --state file that exists)")
-    except IntentError as err:
-        raise click.ClickException(str(err)) from None
+    intent = load_intent(state_path, topo_path, limits)
     intent.ecn_threshold, intent.ecn_delay_us = ecn_threshold, ecn_delay_us
     intent.ecmp_mode = ecmp_mode
     fabric = Fabric(intent, pipeline, switch_addresses(intent, overrides), state_path,
                     election_id, switch_timeout, switch_tls)
     fabric.save()
+    web_server = start_web(fabric, web) if web else None    # a bad --web before any push
     watchdog = Watchdog(fabric, resync_period)      # before the sessions open: none goes unseen
     for result in fabric.sync_all():
         status = result.error or (f"{result.inserted} inserted, {result.modified} modified, "
                                   f"{result.deleted} deleted")
         click.echo(f"fabricd: {result.switch}: {status}", err=True)
-    server, port = serve(fabric, listen, api_tls)
+    try:
+        server, port = serve(fabric, listen, api_tls)
+    except (click.ClickException, RuntimeError) as err:
+        if web_server:
+            web_server.stop()
+        raise click.ClickException(f"--listen {listen}: cannot listen "
+                                   f"({getattr(err, 'message', err)})") from None
     if port_file:
         port_file.write_text(f"{port}\n")
     click.echo(f"fabricd: serving {intent.topo.name} on {listen.rsplit(':', 1)[0]}:{port}",
                err=True)
-    web_server = start_web(fabric, web) if web else None
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -65,7 +65,8 @@ def svg(topo: Topology, loads: dict[tuple[int, str], float], users: dict[int, li
             out.append(
                 f'<line x1="{xa + side:.1f}" y1="{ya:.1f}" x2="{xb + side:.1f}" y2="{yb:.1f}" '
                 f'stroke="{stroke}" stroke-width="{_width(bps, peak):.1f}"{dash} '
-                f'data-link="{lk.name}" data-from="{src}" data-load-bps="{bps:.0f}">'
+                f'data-link="{escape(lk.name)}" data-from="{escape(src)}" '
+                f'data-load-bps="{bps:.0f}">'
                 f'<title>{escape(src)} to {escape(dst)}: {_rate(bps)}'
                 f'{" (down)" if down else ""}</title></line>')
     for name, (x, y) in pos.items():
@@ -73,7 +74,7 @@ def svg(topo: Topology, loads: dict[tuple[int, str], float], users: dict[int, li
         shape = (f'<rect x="{x - 22:.1f}" y="{y - 12:.1f}" width="44" height="24" rx="4" '
                  f'fill="#f4f4f4" stroke="#333"/>' if is_switch else
                  f'<circle cx="{x:.1f}" cy="{y:.1f}" r="11" fill="#fff" stroke="#333"/>')
-        out.append(f'<g data-node="{name}">{shape}<text x="{x:.1f}" y="{y + 4:.1f}" '
+        out.append(f'<g data-node="{escape(name)}">{shape}<text x="{x:.1f}" y="{y + 4:.1f}" '
                    f'font-size="10" text-anchor="middle" font-family="sans-serif">'
                    f'{escape(name)}</text></g>')
     out.append("</svg>")
@@ -90,8 +91,8 @@ def table(topo: Topology, loads: dict[tuple[int, str], float], users: dict[int, 
         ab, ba = loads.get((lk.index, lk.a), 0.0), loads.get((lk.index, lk.b), 0.0)
         who = ", ".join(f'<span style="color:{colour[u]}">{escape(u)}</span>'
                         for u in users.get(lk.index, []))
-        rows.append(f'<tr data-link="{lk.name}" data-state="{state}" '
-                    f'data-load-bps="{ab + ba:.0f}"><td>{lk.name}</td><td>{state}</td>'
+        rows.append(f'<tr data-link="{escape(lk.name)}" data-state="{state}" '
+                    f'data-load-bps="{ab + ba:.0f}"><td>{escape(lk.name)}</td><td>{state}</td>'
                     f'<td>{_rate(ab)}</td><td>{_rate(ba)}</td><td>{who}</td></tr>')
     rows.append("</table>")
     return "\n".join(rows)

@@ -110,3 +110,42 @@ def test_browser_shows_link_load_and_link_down(fabric, tmp_path):
     assert all(state == "up" for name, (state, _, _) in after.items() if name != "leaf1-spine1")
     dom = dump_dom(fabric.fab, exe, tmp_path / "profile")
     assert re.search(r'stroke-dasharray="6,4" data-link="leaf1-spine1"', dom)
+
+
+XSS = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">" \
+      "<script>document.title='pwned'</script>"
+
+
+def test_security_xss_name_rendered_inert(tmp_path):
+    """An API client names the topology with markup: Chromium shows it as text, runs none of
+    it, and every response carries the Content-Security-Policy."""
+    import json
+    import subprocess
+    import urllib.request
+
+    from test_fabricd_api import TOPO as TOPO_2X2
+    from test_fabricd_api import Daemon, ctl, free_port
+
+    exe = chromium()
+    daemon = Daemon(tmp_path, {n: f"127.0.0.1:{free_port()}"
+                               for n in ("leaf1", "leaf2", "spine1", "spine2")})
+    try:
+        server = daemon.start("--web", "127.0.0.1:0")
+        web = re.search(r"live view on (http://\S+/)", daemon.log.read_text()).group(1)
+        topo = tmp_path / "named.yaml"
+        topo.write_text(TOPO_2X2.read_text().replace("name: leafspine-2x2",
+                                                     f"name: {json.dumps(XSS)}"))
+        code, out = ctl(server, "topology", "--set", str(topo))
+        assert code == 0 and "document.title" in out, out
+        with urllib.request.urlopen(web) as reply:
+            csp = reply.headers["Content-Security-Policy"]
+            assert "script-src 'self'" in csp and "unsafe-inline" not in csp.split(";")[1]
+        dom = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                              "--virtual-time-budget=2000", "--dump-dom", web],
+                             capture_output=True, text=True, timeout=120).stdout
+        assert "<table" in dom
+        assert "&lt;img src=x" in dom and "<img" not in dom        # shown as text
+        assert not re.search(r"<body[^>]*data-pwned", dom)            # the handler never ran
+        assert "<title>pwned</title>" not in dom                       # nor the script
+    finally:
+        daemon.stop()
