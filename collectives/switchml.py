@@ -81,6 +81,16 @@ def decode(data) -> tuple[int, int, int, int, int, int, np.ndarray]:
     return (*fields[:6], values.astype(np.int32))
 
 
+def _late_results(ep, job_id: int):
+    def on_late(data, _addr, _tos, _now) -> None:
+        job, _slot, _g, _w, _n, flags, _values = decode(data)     # WireError: bad_packets
+        if job == job_id and flags & rocev2.AGG_FLAG_RESULT:
+            ep.stats.duplicates += 1
+        else:
+            ep.stats.bad_packets += 1
+    return on_late
+
+
 def allreduce_switchml(comm: Communicator, x: np.ndarray, aggregator: str, job_id: int = 1,
                         slots: int = 16, slot_base: int = 0, group: str | None = None,
                         rto: float = 0.02) -> np.ndarray:
@@ -156,7 +166,10 @@ def allreduce_switchml(comm: Communicator, x: np.ndarray, aggregator: str, job_i
                     send(c, now, 2 * timer)
             ep.progress(min(rto / 4, 0.005))
     finally:
-        ep.handlers.pop(rocev2.AGGREGATION, None)
+        # Results still on their way (a retransmitted chunk's second answer) are duplicates
+        # of what this call delivered: dropped and counted as such, not left to reach the
+        # transport as packets nobody expects (the next run's bad_packets).
+        ep.handlers[rocev2.AGGREGATION] = _late_results(ep, job_id)
     ep.stats.duplicates += state["dups"]
     flat = result.reshape(-1)[:len(x)]
     if x.dtype == np.float32:
