@@ -15,11 +15,16 @@ into a Program; a form is recognised by the document's own keys.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
+import os
 import re
 import threading
 from collections import OrderedDict
+from pathlib import Path
+
+from nativebuild import cache_dir
 
 from . import p4info_check
 from .errors import P4CompileError
@@ -33,6 +38,7 @@ _FIELDS = {"format", "architecture", "source"}
 # cpp leaves line markers (`# 12 "file" 1 3`) and nothing else starting with '#' in its output
 _MARKER = re.compile(r'#\s*(?:line\s+)?\d+(?:\s+"(?:[^"\\\n]|\\.)*"(?:\s+\d+)*)?\s*$')
 _CACHE_SIZE = 8
+_DISK_CACHE = "p4switch-programs"
 
 
 class ConfigError(ValueError):
@@ -55,8 +61,8 @@ def load(p4info, config: bytes, *, backend: str = "python", cpu_port: int | None
     """The Switch (on `backend`) a client's P4Info and device config describe. Raises
     ConfigError naming the field that fails; native.Unsupported when the native backend does
     not run the program."""
+    p4info_check.consistent(p4info)            # cheap, and before the client's P4Info is read
     program, own_info = compiled(config, p4info)
-    p4info_check.consistent(p4info)
     p4info_check.matches(p4info, own_info)
     from . import _switch
     return _switch(backend)(program, p4info, cpu_port=cpu_port)
@@ -68,34 +74,83 @@ def program(config: bytes):
 
 
 def compiled(config: bytes, p4info=None):
-    """(Program, P4Info) of a device config: compiled once per distinct config in this process
-    (a second push of the same pipeline costs a copy), each caller getting its own Program.
-    A BMv2 JSON also reads the client's P4Info (controller headers, optional keys, digest
-    field names: what the JSON does not say), so it is part of the key."""
+    """(Program, P4Info) of a device config, each caller getting its own Program. A BMv2 JSON
+    also reads the client's P4Info (controller headers, optional keys, digest field names:
+    what the JSON does not say), so it is part of the key. Compiled once per key: concurrent
+    pushes wait for a single compile, a second push in this process costs a copy, and a
+    restarted switch reads what an earlier process compiled from the machine's cache (the
+    switch's own output, kept as the native backend keeps its compiled C)."""
     extra = p4info.SerializeToString(deterministic=True) if p4info is not None else b""
-    key = hashlib.sha256(config + b"\0" + extra).digest()
+    key = _key(config, extra)
     with _cache_lock:
-        hit = _cache.get(key)
-        if hit is None and extra:
-            # the P4Info a config's own compile made is the one a client sends back (a
-            # command-line program, then its push): read with it, the program is the same
-            alone = _cache.get(hashlib.sha256(config + b"\0").digest())
-            if alone is not None and alone[1].SerializeToString(deterministic=True) == extra:
-                hit = alone
-        if hit is not None and key in _cache:
-            _cache.move_to_end(key)
-    if hit is None:
-        hit = _compile(config, p4info)
+        once = _compiling.setdefault(key, threading.Lock())
+    with once:
         with _cache_lock:
-            _cache[key] = hit
-            while len(_cache) > _CACHE_SIZE:
-                _cache.popitem(last=False)
+            hit = _cache.get(key)
+            if hit is None and extra:
+                # the P4Info a config's own compile made is the one a client sends back (a
+                # command-line program, then its push): read with it, the program is the same
+                alone = _cache.get(_key(config, b""))
+                if alone is not None and alone[1].SerializeToString(deterministic=True) == extra:
+                    hit = alone
+            if hit is not None and key in _cache:
+                _cache.move_to_end(key)
+        if hit is None:
+            hit = _disk_read(key)
+            if hit is None:
+                hit = _compile(config, p4info)
+                _disk_write(key, *hit)
+            with _cache_lock:
+                _cache[key] = hit
+                while len(_cache) > _CACHE_SIZE:
+                    _cache.popitem(last=False)
+    with _cache_lock:
+        _compiling.pop(key, None)
     program_, info = hit
     return copy.deepcopy(program_), info
 
 
 _cache: OrderedDict = OrderedDict()
+_compiling: dict[str, threading.Lock] = {}
 _cache_lock = threading.Lock()
+
+
+def _key(config: bytes, extra: bytes) -> str:
+    return hashlib.sha256(_compiler_fingerprint() + config + b"\0" + extra).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _compiler_fingerprint() -> bytes:
+    """What a cached compile depends on besides the request: the compiler's own files."""
+    here = Path(__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted([*here.glob("*.py"), *here.glob("bmv2json/*.py"), here / "p4.lark",
+                        *here.glob("p4include/*.p4")]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.digest()
+
+
+def _disk_read(key: str):
+    from p4.config.v1 import p4info_pb2
+
+    from .ir import Program
+    try:
+        data = json.loads((cache_dir(_DISK_CACHE) / f"{key}.json").read_text())
+        info = p4info_pb2.P4Info.FromString(bytes.fromhex(data["p4info"]))
+        return Program.from_json(data["program"]), info
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _disk_write(key: str, prog, info) -> None:
+    where = cache_dir(_DISK_CACHE)
+    part = where / f"{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        part.write_text(json.dumps({"program": prog.to_json(),
+                                    "p4info": info.SerializeToString().hex()}))
+        os.replace(part, where / f"{key}.json")
+    except (OSError, TypeError, ValueError):
+        part.unlink(missing_ok=True)      # an unwritable cache only costs the next compile
 
 
 def _compile(config: bytes, client_info=None):
