@@ -1,7 +1,9 @@
 """docker/compose.yaml as a running system: `up -d` starts the fabric (Mininet, p4switch
-switches) and fabricd as two services; fabricctl on the host, through fabricd's port
-published on 127.0.0.1, sees every switch connected and a slice it creates changes what the
-running fabric forwards; `down` removes everything."""
+switches) and fabricd as two services; fabricd serves its API over mutual TLS with the
+certificates it made at its first start; fabricctl on the host, with those certificates,
+through fabricd's port published on 127.0.0.1, sees every switch connected and a slice it
+creates changes what the running fabric forwards, while plaintext is refused;
+docker/fabricctl works through the same TLS; `down` removes everything."""
 from __future__ import annotations
 
 import json
@@ -94,6 +96,7 @@ class Compose:
     def __init__(self, project: str, port: int) -> None:
         self.project, self.port = project, port
         self.env = os.environ | {"FABRICD_PORT": str(port)}
+        self.tls: list[str] = []          # fabricctl's --ca/--cert/--key, once fetched
 
     def __call__(self, *args: str, timeout: float = 600, check: bool = True):
         out = subprocess.run(["docker-compose", "-f", str(COMPOSE), "-p", self.project, *args],
@@ -104,10 +107,20 @@ class Compose:
                                  f"{out.stdout[-2000:]}{out.stderr[-2000:]}")
         return out
 
-    def ctl(self, *args: str) -> subprocess.CompletedProcess:
+    def fetch_certs(self, into: Path) -> None:
+        """fabricd's CA and client pair, copied out of its volume."""
+        for name, option in (("ca.pem", "--ca"), ("client.pem", "--cert"),
+                             ("client.key", "--key")):
+            out = self("exec", "-T", "fabricd", "cat", f"/var/lib/fabricd/tls/{name}",
+                       timeout=60)
+            (into / name).write_text(out.stdout)
+            self.tls += [option, str(into / name)]
+
+    def ctl(self, *args: str, tls: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "controller.fabricctl", "--server",
-                               f"127.0.0.1:{self.port}", *args], capture_output=True,
-                              text=True, timeout=60, cwd=ROOT)
+                               f"127.0.0.1:{self.port}", *(self.tls if tls else []),
+                               "--timeout", "20", *args], capture_output=True, text=True,
+                              timeout=60, cwd=ROOT)
 
     def ping(self, host: str, ip: str) -> bool:
         # three tries: one echo can be lost to a busy machine (ping exits 0 on any reply)
@@ -117,7 +130,7 @@ class Compose:
 
 
 @pytest.fixture(scope="module")
-def stack(engine):
+def stack(engine, tmp_path_factory):
     """The image built (cached by layer content), the services up; torn down after."""
     built = subprocess.run(["bash", str(ROOT / "docker" / "build-base.sh")],
                            capture_output=True, text=True, timeout=600)
@@ -126,6 +139,12 @@ def stack(engine):
     compose("build", "fabric", timeout=900)
     try:
         compose("up", "-d", timeout=300)     # fabricd waits until the fabric is healthy
+        deadline = time.monotonic() + 300
+        while compose("exec", "-T", "fabricd", "test", "-s", "/var/lib/fabricd/tls/client.key",
+                      check=False, timeout=60).returncode != 0:
+            assert time.monotonic() < deadline, "fabricd made no TLS certificates"
+            time.sleep(1)
+        compose.fetch_certs(tmp_path_factory.mktemp("fabricd-tls"))
         yield compose
     finally:
         logs = compose("logs", "--no-color", check=False, timeout=60)
@@ -148,6 +167,8 @@ def test_fabricctl_on_the_host_programs_the_running_fabric(stack):
     while stack.ctl("sync").returncode != 0:
         assert time.monotonic() < deadline, "fabricd never synchronised every switch"
         time.sleep(1)
+    refused = stack.ctl("state", tls=False)              # plaintext: no TLS, no API
+    assert refused.returncode == 7, refused.stdout + refused.stderr
     state = _state(stack)
     assert all(s["connected"] for s in state["switches"])
     assert sorted(s["name"] for s in state["switches"]) == sorted(topo.switches)
