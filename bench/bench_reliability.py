@@ -21,6 +21,12 @@ Sections (each a function returning rows; `--only NAME` runs some of them):
                 restarted: entries duplicated / missing / stale against the intent
   tls           P4Runtime per RPC (new channel + call; call on an open channel) under
                 plaintext, TLS and mutual TLS, side by side
+  hostile       requests an attacker or a careless user sends: device configs carrying code
+                (both backends, VERIFY / VERIFY_AND_COMMIT / VERIFY_AND_SAVE + COMMIT: marker
+                files written = code executed), idle StreamChannels and a 10,000-query Read
+                next to the primary's RPCs (seconds frozen beyond the issue's bounds: 1 s per
+                RPC, 100 ms per Write), a YAML bomb and oversized topologies to fabricd (refused
+                within 1 s and +100 MB), and bad start-up / command-line inputs (tracebacks)
 """
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "collectives"))
 sys.path.insert(0, str(ROOT / "tests" / "p4switch"))
+sys.path.insert(0, str(ROOT / "tests" / "controller"))
 
 from tabulate import tabulate  # noqa: E402
 
@@ -322,12 +329,178 @@ def tls_cost(args) -> list[Row]:
             for mode, (fresh, reused) in got.items()]
 
 
+def hostile(args) -> list[Row]:
+    """Each hostile input of tests/*/test_*security*, *dos*, *malformed* at bench scale."""
+    return _code_in_configs() + _frozen_switch(args) + _fabricd_inputs() + _tracebacks()
+
+
+def _code_in_configs() -> list[Row]:
+    import grpc  # noqa: PLC0415
+    from google.rpc import code_pb2  # noqa: PLC0415
+    from test_device_config_security import ACTIONS, PROGRAMS, attacks  # noqa: PLC0415
+    from test_runtime_errors import DEVICE, Client  # noqa: PLC0415
+
+    import p4switch  # noqa: PLC0415
+    from p4switch import native  # noqa: PLC0415
+    from p4switch.device.process import SwitchProcess  # noqa: PLC0415
+
+    info, good = p4switch.compile_program(str(PROGRAMS / "l3.p4"))
+    rows = []
+    for backend in ("python", "native") if native.available() else ("python",):
+        sent = refused = ran = 0
+        with tempfile.TemporaryDirectory(prefix="bench-rel-") as tmp, SwitchProcess(
+                ["--no-p4", "--device-id", str(DEVICE), "--backend", backend]) as sw:
+            client = Client(sw.grpc_addr, (0, 1))
+            assert client.status() == code_pb2.OK
+            marker = Path(tmp) / "marker"
+            for config in attacks(marker, good).values():
+                for steps in ACTIONS.values():
+                    sent += 1
+                    try:
+                        client.set_pipeline(info, config, action=steps[0])
+                    except grpc.RpcError as err:
+                        refused += err.code() == grpc.StatusCode.INVALID_ARGUMENT
+                    for step in steps[1:]:
+                        try:
+                            client.set_pipeline(None, None, action=step)
+                        except grpc.RpcError:
+                            pass
+                    ran += marker.exists() or Path(f"{marker}.py").exists()
+                    marker.unlink(missing_ok=True)
+            client.close()
+        rows.append(Row(f"code in a device config ({backend})", f"{sent} requests",
+                        f"{refused} refused (INVALID_ARGUMENT), {ran} ran code", ran + sent - refused))
+    return rows
+
+
+def _frozen_switch(args) -> list[Row]:
+    from google.rpc import code_pb2  # noqa: PLC0415
+    from p4.v1 import p4runtime_pb2 as p4r  # noqa: PLC0415
+    from test_runtime_dos import IdleStreams, primary_rpcs, timed  # noqa: PLC0415
+    from test_runtime_errors import DEVICE, PROGRAMS, Client, Names, U  # noqa: PLC0415
+
+    import p4switch  # noqa: PLC0415
+    from p4switch.device.process import SwitchProcess  # noqa: PLC0415
+
+    compiled = p4switch.compile_program(str(PROGRAMS / "runtime.p4"))
+    rows = []
+    with SwitchProcess(["--no-p4", "--device-id", str(DEVICE), "--backend", "python"]) as sw:
+        client = Client(sw.grpc_addr, (0, 1))
+        assert client.status() == code_pb2.OK
+        client.set_pipeline(*compiled)
+        client.info = compiled[0]
+        for count in (40, 400):
+            idle = IdleStreams(sw.grpc_addr, count)
+            try:
+                time.sleep(0.5)
+                waits = [w for _ in range(10) for w in primary_rpcs(client)]
+            finally:
+                idle.close()
+            frozen = sum(max(w - 1.0, 0.0) for w in waits)
+            rows.append(Row(f"{count} idle StreamChannels", f"{len(waits)} primary RPCs",
+                            f"slowest {max(waits) * 1e3:.0f} ms, {frozen:.2f} s beyond 1 s",
+                            sum(w > 1.0 for w in waits)))
+        query = p4r.Entity(counter_entry=p4r.CounterEntry())
+        try:
+            client.read(*[query] * 10_000)
+            huge = "answered"
+        except Exception as err:  # noqa: BLE001 (any refusal counts)
+            huge = f"refused ({err.code().name})"
+        counter = Names(compiled[0]).obj("counters", "port_packets")
+        # the 1,000-query Read from another process, so that only the switch is shared
+        reader = subprocess.Popen([sys.executable, "-c", READER.format(addr=sw.grpc_addr,
+                                                                      device=DEVICE)],
+                                  stdout=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        waits = []
+        while reader.poll() is None:
+            waits.append(timed(client.write, p4r.Update(type=U.MODIFY, entity=p4r.Entity(
+                counter_entry=p4r.CounterEntry(counter_id=counter,
+                                               data=p4r.CounterData(packet_count=1))))))
+        streamed = int(reader.stdout.read() or 0)
+        waits.sort()
+        frozen = sum(max(w - 0.1, 0.0) for w in waits)
+        rows.append(Row("Read of 10,000 queries", "1 request", huge, int(huge == "answered")))
+        rows.append(Row("Read of 1,000 wildcard queries", f"{streamed} entities streamed beside "
+                        f"{len(waits)} Writes", f"Writes: median {waits[len(waits) // 2] * 1e3:.1f}"
+                        f" ms, p90 {waits[len(waits) * 9 // 10] * 1e3:.1f} ms, slowest "
+                        f"{waits[-1] * 1e3:.0f} ms ({sum(w > 0.1 for w in waits)} over 100 ms, "
+                        f"{frozen:.2f} s beyond it)", int(streamed != 16_000)))
+        client.close()
+    return rows
+
+
+READER = """
+import grpc
+from p4.v1 import p4runtime_pb2 as p4r, p4runtime_pb2_grpc
+with grpc.insecure_channel("{addr}") as ch:
+    req = p4r.ReadRequest(device_id={device})
+    req.entities.extend([p4r.Entity(counter_entry=p4r.CounterEntry())] * 1000)
+    print(sum(len(r.entities) for r in p4runtime_pb2_grpc.P4RuntimeStub(ch).Read(req)))
+"""
+
+
+def _fabricd_inputs() -> list[Row]:
+    import grpc  # noqa: PLC0415
+    from test_fabricd_api import Daemon, free_port  # noqa: PLC0415
+    from test_fabricd_dos import BOMB, HUGE, WIDE, rss_kb  # noqa: PLC0415
+
+    from controller.proto import fabric_pb2 as api  # noqa: PLC0415
+    from controller.proto import fabric_pb2_grpc  # noqa: PLC0415
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-rel-") as tmp:
+        daemon = Daemon(Path(tmp), {n: f"127.0.0.1:{free_port()}"
+                                    for n in ("leaf1", "leaf2", "spine1", "spine2")})
+        try:
+            with grpc.insecure_channel(daemon.start()) as ch:
+                stub = fabric_pb2_grpc.FabricStub(ch)
+                for name, text in (("YAML bomb", BOMB), ("16,383 x 252 topology", HUGE),
+                                   ("10^8 parallel links", WIDE),
+                                   ("100,000-character slice name", None)):
+                    before, t0 = rss_kb(daemon.proc.pid), time.monotonic()
+                    try:
+                        if text is None:
+                            stub.CreateSlice(api.CreateSliceRequest(name="j" * 100_000,
+                                                                    hosts=2), timeout=120)
+                        else:
+                            stub.SetTopology(api.SetTopologyRequest(yaml=text), timeout=120)
+                        code = "accepted"
+                    except grpc.RpcError as err:
+                        code = err.code().name
+                    took, grew = time.monotonic() - t0, rss_kb(daemon.proc.pid) - before
+                    rows.append(Row(f"fabricd: {name}", f"{len(text or 'j' * 100_000)} bytes",
+                                    f"{code} in {took * 1e3:.0f} ms, RSS +{grew // 1024} MB, "
+                                    f"{max(took - 1.0, 0):.2f} s beyond 1 s",
+                                    int(code != "INVALID_ARGUMENT" or took > 1 or grew > 100_000)))
+        finally:
+            daemon.stop()
+    return rows
+
+
+def _tracebacks() -> list[Row]:
+    """The start-up and command-line cases of tests/controller/test_fabricd_malformed.py."""
+    import pytest  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="bench-rel-") as tmp:
+        log = Path(tmp) / "report.txt"
+        code = pytest.main([str(ROOT / "tests" / "controller" / "test_fabricd_malformed.py"),
+                            "-q", "-p", "no:cacheprovider", f"--junitxml={log}"])
+        text = log.read_text()
+    cases = text.count("<testcase")
+    failed = text.count("<failure") + text.count("<error")
+    return [Row("bad start-up and CLI inputs (fabricd, fabricctl)", f"{cases} cases",
+                f"{cases - failed} one line + documented exit code, {failed} tracebacks or "
+                "wrong codes", failed + int(code not in (0, 1)))]
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "fuzz": fuzz,
     "bad_packets": bad_packets,
     "switch_restart": switch_restart,
     "fabricd_restart": fabricd_restart,
     "tls": tls_cost,
+    "hostile": hostile,
 }
 
 

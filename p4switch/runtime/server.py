@@ -227,6 +227,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 results.append(None)
             except P4RuntimeError as exc:
                 results.append(exc)
+            time.sleep(0)       # let a waiting Write take the lock (and the GIL) between queries
             while len(pending) >= READ_CHUNK:
                 yield p4runtime_pb2.ReadResponse(entities=pending[:READ_CHUNK])
                 del pending[:READ_CHUNK]
