@@ -198,6 +198,20 @@ class Document(Controls):
             ([["_padding_0", pad, False]] if pad else [])
         return doc
 
+    def local_temp(self, key: str, width: int) -> dict:
+        name = "local." + key
+        if not any(n == name for n, _ in self.scalars):
+            self.scalars.append((name, width))
+        return {"type": "field", "value": ["scalars", name]}
+
+    def width_of(self, ref) -> int:
+        h, f = ref
+        if h == "scalars":
+            return next(w for n, w in self.scalars if n == f)
+        if h == "standard_metadata":
+            return V1_STANDARD[f]
+        return self.field_width(ref)
+
     def local(self, key: str, node) -> tuple[str, list[str]]:
         """A variable of a control or action: a field of `scalars`, as p4c writes it."""
         t = self.var_types.get(key)
@@ -442,6 +456,8 @@ class Document(Controls):
                 parts.append(node.attr)
                 node = node.value
             parts = list(reversed(parts))
+            if not parts or not isinstance(node, ast.Name):
+                raise CannotWrite(f"{self.where}: emit at line {st.lineno}")
             if parts[0] != "hdr" and parts[0] not in self.frame_roles(fn, roles, "HDR"):
                 raise CannotWrite(f"{self.where}: emit at line {st.lineno}")
             kind = self.resolve("HDR", parts[1:], st)

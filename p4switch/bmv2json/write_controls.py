@@ -91,7 +91,8 @@ class Controls:
             if t:
                 out.append(("table", t))
             elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and \
-                    isinstance(st.value.func, ast.Name) and st.value.func.id.startswith("A_"):
+                    isinstance(st.value.func, ast.Name) and st.value.func.id.startswith("A_") \
+                    and self.plain_call(st.value):
                 out.append(("call", st.value))
             elif isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name) and \
                     st.targets[0].id.startswith("_sw") and _table_call(st.value, 1):
@@ -165,7 +166,7 @@ class Controls:
         aname = f"act_{self.counter}"
         aid = len(self.doc["actions"])
         self.doc["actions"].append({"name": aname, "id": aid, "runtime_data": [],
-                                    "primitives": self.prims(stmts, self.writer())})
+                                    "primitives": self.inline_calls(stmts, self.writer())})
         tname = f"tbl_act_{self.counter}"
         self.tables.append({
             "name": tname, "id": self.counter, "key": [], "match_type": "exact",
@@ -175,6 +176,13 @@ class Controls:
             "default_entry": {"action_id": aid, "action_const": True, "action_data": [],
                               "action_entry_const": True}})
         return tname
+
+    def plain_call(self, call) -> bool:
+        """An action call p4c writes as a table of its own: constant data arguments only."""
+        fq = _log_name(self.funcs[call.func.id])
+        info = self.prog.actions.get(fq, {})
+        return not info.get("directional") and all(
+            isinstance(a, ast.Constant) for a in call.args[1:])
 
     def action_call(self, call, nxt) -> str:
         """An action called in an apply block: p4c's key-less table with it as const default."""
@@ -312,13 +320,89 @@ class Controls:
                      and n.targets[0].id == "T_" + pyname(table) + "_ACTIONS"), None)
         fname = next(v.id for k, v in zip(amap.value.keys, amap.value.values, strict=True)
                      if k.value == fq)
+        if fname.startswith("_AW"):
+            return self.write_wrapper(fq, self.funcs[fname])
         return self.write_action(fq, self.funcs[fname])
+
+    def write_wrapper(self, fq, wrapper) -> int:
+        """A table's action with directional parameters bound (`_AW`: call, copy-out)."""
+        info = self.prog.actions[fq]
+        aid = len(self.doc["actions"])
+        self.action_ids[fq] = aid
+        where, self.where = self.where, f"action {fq}"
+        ex = self.writer([a.arg for a in wrapper.args.args[1:]])
+        prims = self.inline_calls(wrapper.body, ex)
+        self.doc["actions"].append({
+            "name": fq, "id": aid,
+            "runtime_data": [{"name": p["name"], "bitwidth": p["width"]} for p in info["params"]],
+            "primitives": prims})
+        self.where = where
+        return aid
+
+    def inline_calls(self, stmts, ex) -> list[dict]:
+        """`_r = A_x(F, args)` then copy-outs `(t1, ...) = _r` / `t = _r[i]`: the action's body
+        with its directional parameters in temporaries, copied in and out as P4 does."""
+        out, i = [], 0
+        while i < len(stmts):
+            st = stmts[i]
+            if isinstance(st, ast.Assign) and isinstance(st.value, ast.Call) and \
+                    isinstance(st.value.func, ast.Name) and st.value.func.id.startswith("A_"):
+                var = st.targets[0].id
+                targets: dict[int, ast.AST] = {}
+                j = i + 1
+                while j < len(stmts) and isinstance(stmts[j], ast.Assign):
+                    nxt = stmts[j]
+                    if isinstance(nxt.value, ast.Name) and nxt.value.id == var and \
+                            isinstance(nxt.targets[0], ast.Tuple):
+                        targets.update(dict(enumerate(nxt.targets[0].elts)))
+                    elif isinstance(nxt.value, ast.Subscript) and \
+                            isinstance(nxt.value.value, ast.Name) and nxt.value.value.id == var:
+                        targets[nxt.value.slice.value] = nxt.targets[0]
+                    else:
+                        break
+                    j += 1
+                out += self.inline(st.value, targets, ex)
+                i = j
+                continue
+            out += self.prims([st], ex)
+            i += 1
+        return out
+
+    def inline(self, call, targets, ex) -> list[dict]:
+        fn = self.funcs[call.func.id]
+        body = [st for st in fn.body if not isinstance(st, ast.Pass)]
+        returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+        if any(r is not body[-1] for r in returns):
+            ex.fail(call, f"a return before the end of action {_log_name(fn)}")
+        inner = self.writer()
+        out = []
+        for param, arg in zip(fn.args.args[1:], call.args[1:], strict=True):
+            if isinstance(arg, ast.Name) and arg.id in ex.params:
+                inner.subst[param.arg] = {"type": "runtime_data", "value": ex.params[arg.id]}
+                continue
+            value = ex.data(arg)
+            if value.get("type") == "hexstr":
+                inner.subst[param.arg] = value
+                continue
+            data = [p["width"] for p in self.prog.actions.get(_log_name(fn), {}).get("params", [])
+                    if "p_" + p["name"] == param.arg]
+            if data:
+                width = data[0]
+            elif value.get("type") == "field":
+                width = self.width_of(value["value"])
+            else:
+                ex.fail(call, "a directional action argument that is not a field")
+            temp = self.local_temp(f"{call.func.id}.{param.arg}", width)
+            out.append({"op": "assign", "parameters": [temp, value]})
+            inner.subst[param.arg] = temp
+        inner.returns = [ex.data(targets[k]) for k in sorted(targets)]
+        return out + self.prims(fn.body, inner)
 
     def write_action(self, fq, fn) -> int:
         params = [a.arg for a in fn.args.args[1:]]
         info = self.prog.actions[fq]
         if info.get("directional"):
-            raise CannotWrite(f"action {fq}: directional parameters")
+            raise CannotWrite(f"action {fq}: directional parameters outside a table's binding")
         aid = len(self.doc["actions"])
         self.action_ids[fq] = aid
         where, self.where = self.where, f"action {fq}"
@@ -352,9 +436,16 @@ class Controls:
         return out
 
     def primitive(self, st, ex) -> list[dict]:
+        if isinstance(st, ast.Return) and ex.returns is not None and \
+                isinstance(st.value, ast.Tuple) and len(st.value.elts) == len(ex.returns):
+            return [{"op": "assign", "parameters": [t, ex.data(v)]}
+                    for t, v in zip(ex.returns, st.value.elts, strict=True)]
         if isinstance(st, ast.Raise) and isinstance(st.exc, ast.Call) and \
                 ast.unparse(st.exc.func) == "_Exit":
             return [{"op": "exit", "parameters": []}]
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and \
+                isinstance(st.value.func, ast.Name) and st.value.func.id.startswith("A_"):
+            return self.inline(st.value, {}, ex)
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and \
                 isinstance(st.value.func, ast.Attribute):
             call = st.value

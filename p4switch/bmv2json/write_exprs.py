@@ -28,6 +28,8 @@ class ExprWriter:
     def __init__(self, refs, where: str):
         self.refs, self.where = refs, where
         self.params: dict[str, int] = {}
+        self.subst: dict[str, dict] = {}      # an inlined action's parameters: their values
+        self.returns: list[dict] | None = None   # where an inlined action's `return` copies out
 
     def fail(self, node, what):
         raise CannotWrite(f"{self.where}: {what} (line {getattr(node, 'lineno', '?')} of the "
@@ -71,6 +73,8 @@ class ExprWriter:
             if isinstance(node.value, int):
                 return hexstr(node.value), "data"
             self.fail(node, f"constant {node.value!r}")
+        if isinstance(node, ast.Name) and node.id in self.subst:
+            return self.subst[node.id], "data"
         if isinstance(node, ast.Name) and node.id in self.params:
             return {"type": "runtime_data", "value": self.params[node.id]}, "data"
         if isinstance(node, ast.Attribute | ast.Name):

@@ -16,7 +16,7 @@ from p4switch.compile import compile_command
 STF = pathlib.Path(__file__).parent / "stf"
 FABRIC = pathlib.Path(__file__).parents[2] / "p4src" / "fabric.p4"
 # one program per construct the writer writes (tests/p4switch/stf has the rest)
-PROGRAMS = ["action_run", "checksum_ipv4_verify", "clone_preserving_field_list", "digest",
+PROGRAMS = ["action_directional", "action_run", "checksum_ipv4_verify", "clone_preserving_field_list", "digest",
             "direct_counter", "error_verify", "hash_crc16", "hit_miss", "register_rw",
             "select_tuple", "ternary_priority", "truncate"]
 
@@ -72,5 +72,5 @@ def test_bmv2_json_writer_refuses_by_name_and_writes_nothing(tmp_path):
 
 def test_bmv2_json_writer_on_fabric_names_what_it_lacks():
     from p4switch.bmv2json.write import CannotWrite, write
-    with pytest.raises(CannotWrite, match="action FabricIngress.check_port: directional parameters"):
+    with pytest.raises(CannotWrite, match="action FabricIngress.select_at_random: call of _random"):
         write(parse.preprocess(str(FABRIC)))
