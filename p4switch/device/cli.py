@@ -103,7 +103,9 @@ def run_command(args, no_p4, interfaces, device_id, grpc_addr, server_ssl, grpc_
     """Run a v1model switch on Linux interfaces, serving P4Runtime and BMv2's Thrift runtime
     (like simple_switch_grpc, whose command line this takes).
 
-    PROGRAM is a P4_16 file to start with; or --no-p4 to wait for a controller. Options of
+    PROGRAM is a P4_16 file, or a BMv2 JSON (what p4c-bm2-ss writes) or `p4switch compile
+    --config` output (PROGRAM.json), to start with; or --no-p4 to wait for a controller.
+    BMv2 options without a p4switch counterpart say on stderr what p4switch does. Options of
     simple_switch_grpc's target parser (--grpc-server-addr, --cpu-port, ...) may follow `--`."""
     if bmv2.pop("show_version"):
         from importlib.metadata import version
