@@ -100,6 +100,9 @@ def main() -> None:
     ap.add_argument("--pfc", action=argparse.BooleanOptionalAction, default=False,
                     help="PFC (off: deep queues, as htsim's EQDS runs)")
     ap.add_argument("--dcqcn", action=argparse.BooleanOptionalAction, default=False)
+    ap.add_argument("--pfc-thresholds", type=int, nargs=2, metavar=("XON", "XOFF"),
+                    help="static PFC thresholds per ingress in packets (htsim_roce's "
+                         "-pfc_thresholds low high)")
     a = ap.parse_args()
     try:
         flows = read_cm(a.cm)
@@ -108,8 +111,10 @@ def main() -> None:
     topo = FABRICS[a.fabric]()
     if max(max(s, d) for s, d, _ in flows) >= len(topo.hosts):
         sys.exit(f"compare_htsim: {a.cm} names hosts beyond {a.fabric}'s {len(topo.hosts)}")
+    xon, xoff = a.pfc_thresholds or (0, 0)
     transport = Transport(window=a.window, host_window=a.host_window, receiver=a.receiver,
-                          pfc=a.pfc, cc=a.dcqcn)
+                          pfc=a.pfc, cc=a.dcqcn, pfc_xoff_packets=xoff,
+                          pfc_xon_packets=xoff - xon if a.pfc_thresholds else 2)
     row = run(topo, flows, a.policy, transport, LinkSpec(a.gbps, a.delay_ns))
     print(json.dumps(row))
 

@@ -237,6 +237,7 @@ class Fabric {
   // PFC on a shared buffer (per switch), one lossless data priority
   bool pfc = false;
   double buffer_bytes = 32e6, pfc_alpha = 1.0 / 8, headroom_bytes = 0, pfc_resume_bytes = 0;
+  double pfc_xoff_bytes = 0;          // > 0: a static XOFF threshold per ingress instead
 
   std::function<void(int, int, int)> on_arrive;     // (job, rank, step): Python gives the QPs
   std::function<void(int, int)> on_done;            // (job, rank): the rank finished the job
@@ -645,7 +646,7 @@ class Fabric {
     Link& in = links_[pk.in_link];
     double wire = WIRE_HEADER + pk.size;
     int sw = in.node;
-    double threshold = pfc_alpha * (buffer_bytes - buffer_used_[sw]);
+    double threshold = xoff(sw);
     double shared = double(in.ingress - in.headroom);
     if (shared + wire <= threshold && buffer_used_[sw] + wire <= buffer_bytes) {
       pk.in_headroom = false;
@@ -668,6 +669,11 @@ class Fabric {
     return true;
   }
 
+  // An ingress's XOFF threshold at switch sw: the dynamic one, or the static one if set.
+  double xoff(int sw) const {
+    return pfc_xoff_bytes > 0 ? pfc_xoff_bytes : pfc_alpha * (buffer_bytes - buffer_used_[sw]);
+  }
+
   // The packet leaves the buffer; the ingress sends RESUME once below the threshold by the
   // resume offset with its headroom empty.
   void release(Packet& pk) {
@@ -680,7 +686,7 @@ class Fabric {
     else buffer_used_[sw] -= wire;
     in.ingress -= wire;
     if (in.pause_sent && in.headroom == 0 &&
-        double(in.ingress) + pfc_resume_bytes <= pfc_alpha * (buffer_bytes - buffer_used_[sw])) {
+        double(in.ingress) + pfc_resume_bytes <= xoff(sw)) {
       in.pause_sent = false;
       resumes++;
       signal_pause(in, false);
@@ -1193,6 +1199,7 @@ const Field FIELDS[] = {
     {"pfc_alpha", &Fabric::pfc_alpha, nullptr, nullptr, nullptr, true},
     {"headroom_bytes", &Fabric::headroom_bytes, nullptr, nullptr, nullptr, true},
     {"pfc_resume_bytes", &Fabric::pfc_resume_bytes, nullptr, nullptr, nullptr, true},
+    {"pfc_xoff_bytes", &Fabric::pfc_xoff_bytes, nullptr, nullptr, nullptr, true},
     {"ecn_kmin", nullptr, &Fabric::ecn_kmin, nullptr, nullptr, true},
     {"ecn_kmax", nullptr, &Fabric::ecn_kmax, nullptr, nullptr, true},
     {"window", nullptr, &Fabric::window, nullptr, nullptr, true},

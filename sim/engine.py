@@ -38,16 +38,15 @@ constexpr uint8_t UDP = {rocev2.UDP};
 MCAST = 8                         # engine.cpp's Flags::MCAST: a raw send that is multicast
 CONFIG = ("line_bps", "rto", "ecn_pmax", "cnp_interval", "dcqcn_g", "alpha_resume",
           "rate_decrease_interval", "rp_timer", "byte_counter", "rate_ai", "rate_hai", "min_rate",
-          "buffer_bytes", "pfc_alpha", "headroom_bytes", "pfc_resume_bytes", "ecn_kmin",
-          "ecn_kmax", "window", "host_window", "reps_cache", "gbn_modes", "rto_max_backoff",
-          "fast_recovery",
-          "cc", "pfc")
+          "buffer_bytes", "pfc_alpha", "headroom_bytes", "pfc_resume_bytes", "pfc_xoff_bytes",
+          "ecn_kmin", "ecn_kmax", "window", "host_window", "reps_cache", "gbn_modes",
+          "rto_max_backoff", "fast_recovery", "cc", "pfc")
 COUNTERS = ("max_queue_bytes", "max_buffer_bytes", "max_ingress_bytes", "drop_injected",
             "min_rate_seen", "dropped", "drop_failed", "drop_queue", "drop_buffer",
             "drop_noroute", "marked", "timeouts", "retransmitted", "packets_sent", "duplicates",
             "mcast_copies", "agg_results", "out_of_order", "naks", "cnps", "rate_cuts", "pauses",
             "resumes")
-FLOATS = ("max_ingress_bytes", "line_bps", "rto", "ecn_pmax", "cnp_interval", "dcqcn_g",
+FLOATS = ("max_ingress_bytes", "pfc_xoff_bytes", "line_bps", "rto", "ecn_pmax", "cnp_interval", "dcqcn_g",
           "alpha_resume", "rate_decrease_interval", "rp_timer", "byte_counter", "rate_ai",
           "rate_hai", "min_rate", "buffer_bytes", "pfc_alpha", "headroom_bytes",
           "pfc_resume_bytes", "max_buffer_bytes", "min_rate_seen")

@@ -81,6 +81,8 @@ class Transport:
     pfc: bool = True                 # PFC on the switches' shared buffer
     buffer_bytes: int | None = None  # per switch: 16 MB per 50 Gb/s
     pfc_alpha: float = 1 / 8         # the dynamic threshold: this fraction of the free buffer
+    pfc_xoff_packets: int = 0        # > 0: a static XOFF threshold per ingress, in packets
+    pfc_xon_packets: int = 2         # RESUME this many packets below XOFF
     reps_cache: int = 8              # REPS's recycled-entropy cache (entries)
 
     def __post_init__(self) -> None:
@@ -140,9 +142,10 @@ class SimFabric:
         e.pfc, e.buffer_bytes, e.pfc_alpha = t.pfc, derived["buffer_bytes"], t.pfc_alpha
         wire = HEADER_BYTES + t.mtu
         # headroom: what is in flight on the cable both ways when the PAUSE leaves, and two
-        # packets (one on the wire at each end); RESUME two packets below the threshold
+        # packets (one on the wire at each end)
         e.headroom_bytes = 2 * link.bps * link.delay_ns * 1e-9 / 8 + 2 * wire
-        e.pfc_resume_bytes = 2 * wire
+        e.pfc_resume_bytes = t.pfc_xon_packets * wire
+        e.pfc_xoff_bytes = t.pfc_xoff_packets * wire
         e.reps_cache = t.reps_cache
         e.seed(seed)
         e.set_links(round(link.bps), round(link.delay_ns * 1000), link.queue_packets)

@@ -57,6 +57,10 @@ def test_pfc_pauses_senders_before_the_queue_passes_xoff_and_never_drops():
     assert all(fab.engine.paused_s(fab.index[h], 0) > 0 for h in senders)
     assert e.max_buffer_bytes <= buffer
     assert e.max_ingress_bytes <= t.pfc_alpha * buffer + e.headroom_bytes
+    # with a static XOFF of 15 packets per ingress (htsim_roce's default) it holds that bound
+    static, _, _ = incast(Transport(pfc=True, cc=False, pfc_xoff_packets=15))
+    assert static.engine.dropped == 0 and static.engine.pauses > 0
+    assert static.engine.max_ingress_bytes <= 15 * WIRE + static.engine.headroom_bytes
     # the same incast without PFC, with as little queue as the buffer holds, loses packets
     lossy, _, _ = incast(Transport(pfc=False, cc=False), queue_packets=buffer // WIRE)
     assert lossy.engine.drop_queue > 0
