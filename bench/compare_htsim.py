@@ -94,6 +94,7 @@ def main() -> None:
     ap.add_argument("--gbps", type=float, default=400.0)
     ap.add_argument("--delay-ns", type=float, default=500.0)
     ap.add_argument("--window", type=int, default=64)
+    ap.add_argument("--rto-us", type=float, default=100.0)
     ap.add_argument("--host-window", type=int, default=0,
                     help="data packets in flight per NIC over all its QPs (0: no cap)")
     ap.add_argument("--receiver", choices=("auto", "gbn", "sr"), default="auto")
@@ -113,6 +114,7 @@ def main() -> None:
         sys.exit(f"compare_htsim: {a.cm} names hosts beyond {a.fabric}'s {len(topo.hosts)}")
     xon, xoff = a.pfc_thresholds or (0, 0)
     transport = Transport(window=a.window, host_window=a.host_window, receiver=a.receiver,
+                          rto_s=a.rto_us * 1e-6,
                           pfc=a.pfc, cc=a.dcqcn, pfc_xoff_packets=xoff,
                           pfc_xon_packets=xoff - xon if a.pfc_thresholds else 2)
     row = run(topo, flows, a.policy, transport, LinkSpec(a.gbps, a.delay_ns))
