@@ -35,7 +35,14 @@ def write(source) -> dict:
     except Fail as exc:
         line, col = pos(exc.where)
         raise source.error(line, col, exc.message) from None
-    return Document(prog, compiler).build()
+    try:
+        return Document(prog, compiler).build()
+    except CannotWrite:
+        raise
+    except (LookupError, AttributeError, TypeError, ValueError) as exc:
+        # a lowered form the writer does not know: refused, never a partial document
+        raise CannotWrite(f"a construct the writer does not know ({type(exc).__name__}: "
+                          f"{exc})") from None
 
 
 class Document(Controls):
@@ -291,7 +298,7 @@ class Document(Controls):
             if v.get("type") != "field":
                 ex.fail(st, "a hash input that is not a field")
             inputs.append(v)
-            bits += self.field_width(v["value"])
+            bits += self.width_of(v["value"])
         if bits != total.value:
             ex.fail(st, "a hash over a field list with padding or a payload")
         return algo, inputs

@@ -495,6 +495,10 @@ class Controls:
                     return [{"op": "assign_header", "parameters": [
                         {"type": "header", "value": dst[1]}, {"type": "header", "value": src[1]}]}]
                 ex.fail(st, "a copy of something other than a header")
+            rnd = _strip_and(value)
+            if parts and isinstance(rnd, ast.Call) and ast.unparse(rnd.func) == "_random":
+                return [{"op": "modify_field_rng_uniform", "parameters": [
+                    ex.data(tgt), ex.data(rnd.args[0]), ex.data(rnd.args[1])]}]
             read = _register_read(value)
             if read and read[0] in self.extern_names and read[2] == "execute":
                 fq, kind, _ = self.extern_names[read[0]]
@@ -613,6 +617,10 @@ def _hash_offset(node):
             isinstance(node.right, ast.Call) and ast.unparse(node.right.func) == "_mod":
         return node.left, node.right.args[0], node.right.args[1]
     return None
+
+
+def _strip_and(node):
+    return node.left if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd) else node
 
 
 def _register_read(value):

@@ -18,7 +18,7 @@ FABRIC = pathlib.Path(__file__).parents[2] / "p4src" / "fabric.p4"
 # one program per construct the writer writes (tests/p4switch/stf has the rest)
 PROGRAMS = ["action_directional", "action_run", "checksum_ipv4_verify", "clone_preserving_field_list", "digest",
             "direct_counter", "error_verify", "hash_crc16", "hit_miss", "register_rw",
-            "select_tuple", "ternary_priority", "truncate"]
+            "random_fixed_range", "select_tuple", "ternary_priority", "truncate"]
 
 
 def written(tmp_path, name) -> bytes:
@@ -72,5 +72,5 @@ def test_bmv2_json_writer_refuses_by_name_and_writes_nothing(tmp_path):
 
 def test_bmv2_json_writer_on_fabric_names_what_it_lacks():
     from p4switch.bmv2json.write import CannotWrite, write
-    with pytest.raises(CannotWrite, match="action FabricIngress.select_at_random: call of _random"):
+    with pytest.raises(CannotWrite, match="control FabricIngress: expression Subscript"):
         write(parse.preprocess(str(FABRIC)))
