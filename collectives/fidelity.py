@@ -114,8 +114,8 @@ def judge(window_s: float, ports: dict[str, tuple[float, float]] | None = None,
 
 def rank_measures(rows: list[dict]) -> tuple[dict[str, float], dict[str, float]]:
     """The ranks' own monitors from their result rows: (stalls, run-queue waits) by rank."""
-    stalls = {f"rank {r['rank']}": r.get("stall_s", 0.0) for r in rows}
-    waits = {f"rank {r['rank']}": r.get("runq_wait_s", 0.0) for r in rows}
+    stalls = {f"rank {r['rank']}": r["stall_s"] for r in rows if "stall_s" in r}
+    waits = {f"rank {r['rank']}": r["runq_wait_s"] for r in rows if "runq_wait_s" in r}
     return stalls, waits
 
 

@@ -19,8 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import click
+from fidelity_watch import column
+from idea_mcast import spread
 
-from collectives.launch import launch
 from figures.text import format_table
 
 AG_PORT, RS_PORT = 18520, 18521
@@ -34,6 +35,7 @@ class Case:
     ag_cct_s: float | None
     exact: bool
     link_bytes: dict[str, int] = field(default_factory=dict)   # directed link -> bytes
+    faithful: str = "unmeasured"         # the fidelity verdict of its launches
 
     def busiest(self, direction: str) -> tuple[str, int]:
         """The busiest host link sending ("up": host>leaf) or receiving ("down": leaf>host)."""
@@ -48,15 +50,13 @@ class Case:
 
 
 def _launch(fab, names, run, port, transport_extra=None):
-    r = fab.ranks
-    return launch([r.ip[n] for n in names], [run], namespaces=[r.ns[n] for n in names],
-                  transport=r.transport | (transport_extra or {}), port=port, timeout=600,
-                  step_timeout=120)
+    return fab.ranks.launch(names, [run], transport=transport_extra, port=port)
 
 
-def experiment(fab, elements: int) -> list[Case]:
-    """elements: the Reduce-Scatter's int32 per rank (S/4); the Allgather's shard is 1/N."""
-    names = [h.name for h in fab.ranks.hosts]
+def experiment(fab, elements: int, spread_ranks: bool = False) -> list[Case]:
+    """elements: the Reduce-Scatter's int32 per rank (S/4); the Allgather's shard is 1/N.
+    spread_ranks: both jobs' ranks over the racks in turn (idea_mcast.spread)."""
+    names = spread(fab.topo) if spread_ranks else [h.name for h in fab.ranks.hosts]
     n = len(names)
     shard = max(1, elements // n)
     rs = {"collective": "reduce-scatter", "algo": "ring", "dtype": "int32",
@@ -87,14 +87,15 @@ def experiment(fab, elements: int) -> list[Case]:
             lambda: _launch(fab, names, rs, RS_PORT, {"dport": RS_UDP}), hosts=True)
         setup = time.monotonic() - t0 - max(r["cct_s"] for r in rows)
         cases.append(Case("reduce-scatter alone", max(r["cct_s"] for r in rows), None,
-                          all(r["ok"] for r in rows), links))
+                          all(r["ok"] for r in rows), links, column(rows)))
         for algo, run in ag.items():
             (rs_rows, ag_rows), links = fab.links_carrying(lambda run=run: both(run),
                                                            hosts=True)
             cases.append(Case(f"reduce-scatter + {algo} allgather at once",
                               max(r["cct_s"] for r in rs_rows),
                               max(r["cct_s"] for r in ag_rows),
-                              all(r["ok"] for r in rs_rows + ag_rows), links))
+                              all(r["ok"] for r in rs_rows + ag_rows), links,
+                              column(rs_rows + ag_rows)))
     finally:
         fab.fabricd.ctl("group", "delete", "demo-fsdp")
     for c in cases:
@@ -108,12 +109,16 @@ def table(cases: list[Case], link_mbps: float) -> str:
     link rate (the counters include the other collective's traffic and the launches' own)."""
     alone = cases[0].rs_cct_s
     head = ["run", "reduce-scatter CCT ms", "vs alone", "allgather CCT ms",
-            "busiest host>leaf KB", "busiest leaf>host KB", "busiest link ms", "exact"]
+            "busiest host>leaf KB", "busiest leaf>host KB", "bound ms (busiest link)",
+            "vs bound", "exact", "faithful"]
     lines = []
     for c in cases:
         up, down = c.busiest("up"), c.busiest("down")
         lines.append([c.label, f"{c.rs_cct_s * 1e3:.1f}", f"{c.rs_cct_s / alone:.2f}x",
                       f"{c.ag_cct_s * 1e3:.1f}" if c.ag_cct_s else "-",
                       f"{up[1] / 1e3:.1f} ({up[0]})", f"{down[1] / 1e3:.1f} ({down[0]})",
-                      f"{c.busiest_s(link_mbps) * 1e3:.0f}", "yes" if c.exact else "NO"])
+                      f"{c.busiest_s(link_mbps) * 1e3:.0f}",
+                      f"{c.rs_cct_s / c.busiest_s(link_mbps):.2f}x" if c.busiest_s(link_mbps)
+                      else "-", "yes" if c.exact else "NO",
+                      c.faithful])
     return format_table(head, lines)

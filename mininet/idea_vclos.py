@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
+from cpu_places import describe, placed, shares, this_thread_on
+from fidelity_watch import column
 
 from figures import png
 from figures.text import format_table
@@ -45,6 +47,11 @@ class Scenario:
     combined_bytes: dict[str, int] = field(default_factory=dict)
     overlap: float = 1.0                 # least share of a together run next to the other
     exact: bool = True
+    rows: list[dict] = field(default_factory=list)      # every rank row, with its verdict
+
+    @property
+    def faithful(self) -> str:
+        return column(self.rows)
 
     def uses(self, job: str) -> set[str]:
         got = self.link_bytes[job]
@@ -68,13 +75,15 @@ def _runs(elements: int, repeats: int, start: float | None = None,
             for i in range(repeats)]
 
 
-def _launch(fab, job: str, hosts: list[str], runs: list[dict], seed: int) -> list[dict]:
-    """The runs of `job`. Its QPs' source ports derive from (seed, rank, peer, qp); the job's
-    index goes into the seed because two jobs' NICs number their QPs independently (with
-    equal ports, the switches' CRC of two rings whose addresses differ alike would keep them
-    apart at every seed)."""
-    return fab.ranks.launch(hosts, runs, seed=seed * len(PORTS) + list(PORTS).index(job),
-                            port=PORTS[job])
+def _launch(fab, job: str, hosts: list[str], runs: list[dict], seed: int,
+            cpus: set[int] | None = None) -> list[dict]:
+    """The runs of `job`, its ranks on `cpus` (all CPUs if None). Its QPs' source ports
+    derive from (seed, rank, peer, qp); the job's index goes into the seed because two jobs'
+    NICs number their QPs independently (with equal ports, the switches' CRC of two rings
+    whose addresses differ alike would keep them apart at every seed)."""
+    with this_thread_on(cpus):
+        return fab.ranks.launch(hosts, runs, seed=seed * len(PORTS) + list(PORTS).index(job),
+                                port=PORTS[job])
 
 
 def _by_run(rows: list[dict]) -> list[tuple[float, float]]:
@@ -93,7 +102,7 @@ def _overlap(a: tuple[float, float], b: tuple[float, float]) -> float:
 
 
 def measure(fab, scheme: str, hosts: dict[str, list[str]], elements: int, seed: int,
-            repeats: int = 3) -> Scenario:
+            repeats: int = 3, cpus: dict[str, set[int]] | None = None) -> Scenario:
     """Each job alone, then both at once, `repeats` runs each; a CCT is the median of its
     runs, each measured from its own start (the ranks' barrier), so the other job's process
     start-up is in neither. Together, both jobs' run i is posted at one wall-clock instant,
@@ -106,11 +115,12 @@ def measure(fab, scheme: str, hosts: dict[str, list[str]], elements: int, seed: 
         t0 = time.monotonic()
         rows, links = fab.links_carrying(
             lambda job=job, names=names: _launch(fab, job, names, _runs(elements, repeats),
-                                                 seed))
+                                                 seed, (cpus or {}).get(job)))
         alone[job] = [c for _, c in _by_run(rows)]
         setup = max(setup, time.monotonic() - t0 - sum(alone[job]))
         sc.link_bytes[job] = {k: b // repeats for k, b in links.items()}
         sc.exact &= all(r["ok"] for r in rows)
+        sc.rows += rows
     sc.alone_s = {j: statistics.median(v) for j, v in alone.items()}
     # two jobs' ranks start up at once on the same CPUs: twice one job's start-up, plus slack
     start = time.time() + 2 * setup + 1.0
@@ -119,7 +129,8 @@ def measure(fab, scheme: str, hosts: dict[str, list[str]], elements: int, seed: 
     def both():
         with ThreadPoolExecutor(len(hosts)) as pool:
             futs = {job: pool.submit(_launch, fab, job, names,
-                                     _runs(elements, repeats, start, period), seed)
+                                     _runs(elements, repeats, start, period), seed,
+                                     (cpus or {}).get(job))
                     for job, names in hosts.items()}
             return {job: f.result() for job, f in futs.items()}
 
@@ -129,6 +140,7 @@ def measure(fab, scheme: str, hosts: dict[str, list[str]], elements: int, seed: 
     for job, rows in results.items():
         sc.retx[job] = sum(r["packets_retransmitted"] for r in rows)
         sc.exact &= all(r["ok"] for r in rows)
+        sc.rows += rows
     a, b = together.values()
     sc.overlap = min(_overlap(x, y) for x, y in zip(a, b, strict=True))
     sc.together_s = {j: statistics.median(c for _, c in v) for j, v in together.items()}
@@ -156,7 +168,10 @@ def experiment(fab, elements: int, seeds=(0, 1, 2), repeats: int = 3) -> Result:
     shared = {"jobA": [hs[0] for hs in by_leaf][:4], "jobB": [hs[1] for hs in by_leaf][:4]}
     if len(names) < 8 or len(by_leaf) < 4 or any(len(hs) < 2 for hs in by_leaf):
         raise click.ClickException("the vClos experiment needs >= 4 leaves with >= 2 hosts")
-    scenarios = [measure(fab, "ecmp shared", shared, elements, s, repeats) for s in seeds]
+    cpus = shares(list(shared))
+    click.echo(f"demo: vclos: each job's ranks on their own CPUs ({describe(cpus)}); in the "
+               f"slices their switches too, on the shared fabric the switches serve both")
+    scenarios = [measure(fab, "ecmp shared", shared, elements, s, repeats, cpus) for s in seeds]
     ctl = fab.fabricd
     slices = [ctl.ctl_json("slice", "create", job, "4") for job in ("jobA", "jobB")]
     try:
@@ -173,7 +188,10 @@ def experiment(fab, elements: int, seeds=(0, 1, 2), repeats: int = 3) -> Result:
         isolated = " 0% packet loss" not in ping
         click.echo(f"demo: {a} -> {b} across slices: "
                    f"{'no route (isolated)' if isolated else 'REACHABLE'}")
-        scenarios.append(measure(fab, "vclos", hosts, elements, seeds[0], repeats))
+        switches = {sw: s["name"] for s in slices for sw in [*s["leaves"], *s.get("spines", [])]}
+        pids = {sw: fab.net.get(sw).proc.pid for sw in switches}
+        with placed(pids, {sw: cpus[job] for sw, job in switches.items()}):
+            scenarios.append(measure(fab, "vclos", hosts, elements, seeds[0], repeats, cpus))
     finally:
         for job in ("jobA", "jobB"):
             ctl.ctl("slice", "delete", job)
@@ -182,7 +200,7 @@ def experiment(fab, elements: int, seeds=(0, 1, 2), repeats: int = 3) -> Result:
 
 def job_table(res: Result) -> str:
     head = ["scheme", "seed", "job", "hosts", "CCT alone ms", "CCT together ms", "slowdown",
-            "links shared", "retx", "exact"]
+            "links shared", "retx", "exact", "faithful"]
     rows = []
     for sc in res.scenarios:
         shared = len(sc.shared_links())
@@ -190,7 +208,7 @@ def job_table(res: Result) -> str:
             rows.append([sc.scheme, str(sc.seed), job, ",".join(hosts),
                          f"{sc.alone_s[job] * 1e3:.1f}", f"{sc.together_s[job] * 1e3:.1f}",
                          f"{sc.slowdown(job):.2f}x", str(shared), str(sc.retx[job]),
-                         "yes" if sc.exact else "NO"])
+                         "yes" if sc.exact else "NO", sc.faithful])
     return format_table(head, rows)
 
 
@@ -229,7 +247,8 @@ def summary_rows(res: Result) -> list[list[str]]:
                              f"{statistics.median(slow):.2f}x (max {max(slow):.2f}x), a link "
                              f"carries both in {shared}/{len(scs)} seeds",
                     "4+4", f"{together * 1e3:.1f}", "-",
-                    "yes" if all(sc.exact for sc in scs) else "NO"])
+                    "yes" if all(sc.exact for sc in scs) else "NO",
+                    column([r for sc in scs for r in sc.rows])])
     out.append(["vClos", f"third job refused: exit {res.refused_code}", "2", "-", "-",
                 "yes" if res.refused_code == 5 else "NO"])
     out.append(["vClos", "isolation: ping across slices", "-", "-", "-",

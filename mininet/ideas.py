@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import click
+from fidelity_watch import column, watched
 
 from collectives import switchml as sml
 from collectives.launch import launch
@@ -15,18 +16,23 @@ from figures.text import format_table
 class Ranks:
     """The hosts of the fabric in rank order and their named namespaces."""
 
-    def __init__(self, topo, namespaces: list[str], transport: dict):
+    def __init__(self, topo, namespaces: list[str], transport: dict, monitor=None):
         self.hosts = sorted(topo.hosts.values(), key=lambda h: h.rank)
         self.ns = dict(zip((h.name for h in self.hosts), namespaces, strict=True))
         self.ip = {h.name: h.ip for h in self.hosts}
         self.transport = transport
+        self.monitor = monitor          # fidelity_watch.FabricMonitor: every row's verdict
 
-    def launch(self, names: list[str], run: dict | list[dict], **kwargs) -> list[dict]:
-        """One run, or several in one launch, on the ranks `names` (rank order); kwargs go to
-        collectives.launch."""
+    def launch(self, names: list[str], run: dict | list[dict], transport: dict | None = None,
+               **kwargs) -> list[dict]:
+        """One run, or several in one launch, on the ranks `names` (rank order), each row with
+        the launch's fidelity verdict; `transport` adds to the ranks' transport options,
+        kwargs go to collectives.launch."""
         runs = [run] if isinstance(run, dict) else run
-        return launch([self.ip[n] for n in names], runs, namespaces=[self.ns[n] for n in names],
-                      transport=self.transport, timeout=600, step_timeout=120, **kwargs)
+        return watched(self.monitor, launch, [self.ip[n] for n in names], runs,
+                       namespaces=[self.ns[n] for n in names],
+                       transport=self.transport | (transport or {}), timeout=600,
+                       step_timeout=120, **kwargs)
 
     def run(self, names: list[str], collective: str, algo: str, elements: int,
             options: dict | None = None, port: int = 18515) -> list[dict]:
@@ -37,7 +43,7 @@ class Ranks:
 def summary(idea: str, what: str, rows: list[dict]) -> list[str]:
     per_rank = sum(r["bytes_injected"] for r in rows) / len(rows)
     return [idea, what, str(len(rows)), f"{max(r['cct_s'] for r in rows) * 1e3:.1f}",
-            f"{per_rank / 1e6:.3f}", "yes" if all(r["ok"] for r in rows) else "NO"]
+            f"{per_rank / 1e6:.3f}", "yes" if all(r["ok"] for r in rows) else "NO", column(rows)]
 
 
 def fabric_link_bytes(fabricd, topo) -> dict[str, int]:
@@ -166,9 +172,15 @@ def link_table(topo, runs: list[FabricRun]) -> str:
                          "bound N/(2(N-1))"] + names, lines)
 
 
-HEAD = ["idea", "run", "ranks", "CCT ms", "MB injected/rank", "exact"]
+HEAD = ["idea", "run", "ranks", "CCT ms", "MB injected/rank", "exact", "faithful"]
+EXACT = HEAD.index("exact")
 
 
 def table(lines: list[list[str]]) -> str:
-    return format_table(HEAD, lines)
+    """The ideas table; a row made without a fidelity verdict says so."""
+    return format_table(HEAD, [padded(x) for x in lines])
+
+
+def padded(line: list[str]) -> list[str]:
+    return line + ["unmeasured"] * (len(HEAD) - len(line))
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import grpc
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
+from fidelity_watch import FabricMonitor
 from host_nic import pace_nics
 from ideas import Ranks
 
@@ -27,6 +28,8 @@ from results.record import save_output
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGY = ROOT / "controller" / "topologies" / "leafspine-4x4-h2.yaml"
+# Multicast Allgather's regime: an oversubscribed fabric where ring's traffic crosses the core
+OVERSUBSCRIBED = ROOT / "controller" / "topologies" / "leafspine-2x1-h4.yaml"
 
 
 class Fabric:
@@ -84,7 +87,9 @@ def running_fabric(topology: Path, log_dir: Path, link_mbps: float, queue_depth:
                 raise RuntimeError(f"hosts cannot reach each other; see {log_dir}")
             names = [h.name for h in sorted(topo.hosts.values(), key=lambda h: h.rank)]
             with host_netns(net, names, prefix=ns_prefix) as namespaces:
-                yield Fabric(net, topo, fabricd, Ranks(topo, namespaces, transport), link_mbps)
+                monitor = FabricMonitor.of_net(net, fabricd)
+                yield Fabric(net, topo, fabricd, Ranks(topo, namespaces, transport, monitor),
+                             link_mbps)
     finally:
         net.stop()
 
@@ -104,7 +109,8 @@ def show(out_dir: Path, name: str, title: str, text: str) -> None:
 def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, target: str,
         compiler: str | None, transport: dict, elements: int,
         seeds: tuple[int, ...] = (0, 1, 2), repeats: int = 3,
-        ideas: tuple[str, ...] = IDEAS, train: TrainConfig | None = None) -> list[list[str]]:
+        ideas: tuple[str, ...] = IDEAS, train: TrainConfig | None = None,
+        oversubscribed: Path | None = OVERSUBSCRIBED) -> list[list[str]]:
     """The ideas on the 8-host fabric: Multicast Allgather ("mcast"), its FSDP case ("fsdp"),
     NetReduce next to ring and SwitchML ("netreduce"), vClos ("vclos"), a training run over
     ring, NetReduce and SwitchML ("train", `train` its configuration), or those of `ideas`.
@@ -143,14 +149,39 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
             vc = idea_vclos.experiment(fab, elements, seeds, repeats)
         if "train" in ideas:
             trained = idea_train.experiment(fab, train or TrainConfig(), out_dir / "train.png")
+    over = over_fsdp = None
+    if oversubscribed and {"mcast", "fsdp"} & set(ideas):
+        otopo = load(oversubscribed)
+        click.echo(f"\ndemo: part two on {otopo.name} (oversubscribed; ranks spread over the "
+                   f"racks): {len(otopo.switches)} {target} switches, {len(otopo.hosts)} hosts")
+        with running_fabric(oversubscribed, out_dir / "logs-part2-over", link_mbps,
+                            queue_depth, transport, ns_prefix="mlf3-", target=target,
+                            compiler=compiler) as fab2:
+            if "mcast" in ideas:
+                over = idea_mcast.fabric_traffic(fab2, elements, loss=0.0, spread_ranks=True)
+                rows += [summary(f"Multicast Allgather ({otopo.name})", t.run, r)
+                         for t, r in over.rows]
+            if "fsdp" in ideas:
+                over_fsdp = idea_fsdp.experiment(fab2, elements, spread_ranks=True)
     title = f"{topo.name}, links {link_mbps:g} Mbit/s"
     if traffic:
         show(out_dir, "demo-mcast", f"Multicast Allgather: bytes on every link of the fabric, "
-             f"{n} ranks ({elements * 4} B per rank)", idea_mcast.traffic_table(traffic.runs))
+             f"{n} ranks ({elements * 4} B per rank), {topo.name}",
+             idea_mcast.traffic_table(traffic.runs, link_mbps))
+    if over:
+        show(out_dir, "demo-mcast-over", f"Multicast Allgather on {otopo.name} "
+             f"(oversubscribed, ranks spread over the racks)",
+             idea_mcast.traffic_table(over.runs, link_mbps))
+    for runs_, where in ((traffic, topo.name), (over, otopo.name if over else "")):
+        if runs_:
+            click.echo(idea_mcast.regime(runs_.runs, link_mbps, where))
     if fsdp:
         show(out_dir, "demo-fsdp", f"FSDP: a Reduce-Scatter of {elements * 4} B per rank and an "
-             f"Allgather of {elements * 4 // n} B shards posted at once",
+             f"Allgather of {elements * 4 // n} B shards posted at once, {topo.name}",
              idea_fsdp.table(fsdp, link_mbps))
+    if over_fsdp:
+        show(out_dir, "demo-fsdp-over", f"FSDP on {otopo.name} (oversubscribed, ranks spread "
+             f"over the racks)", idea_fsdp.table(over_fsdp, link_mbps))
     if traffic:
         idea_mcast.plot(traffic.runs, out_dir / "mcast-allgather.png", title, fsdp or ())
     if nr_runs:
@@ -164,8 +195,41 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
              "alone runs; the combined run's counter in brackets; * = a direction carrying both "
              "jobs)", idea_vclos.link_table(vc))
         idea_vclos.plot(vc, out_dir / "vclos.png", title)
-    if fsdp:
-        rows += [["Multicast Allgather (FSDP)", c.label, str(n), f"{c.rs_cct_s * 1e3:.1f}",
-                  "-", "yes" if c.exact else "NO"] for c in fsdp]
+    for cases, where in ((fsdp, "FSDP"), (over_fsdp, f"FSDP, {otopo.name}" if over_fsdp else "")):
+        rows += [[f"Multicast Allgather ({where})", c.label, str(n), f"{c.rs_cct_s * 1e3:.1f}",
+                  "-", "yes" if c.exact else "NO", c.faithful] for c in cases or ()]
     rows += idea_vclos.summary_rows(vc) if vc else []
+    write_ratios(out_dir / "part2-rows.jsonl", ratio_rows(link_mbps, {
+        topo.name: (traffic, fsdp), otopo.name if over or over_fsdp else "-": (over, over_fsdp)}, vc))
     return rows + (idea_train.summary_rows(trained) if trained else [])
+
+
+def ratio_rows(link_mbps: float, mcast: dict, vc) -> list[dict]:
+    """Every row of part two as a ratio to its bound with its verdict (what
+    bench/bench_fidelity.py compares): Allgathers and the FSDP Reduce-Scatters against their
+    busiest link at the link rate, the vClos slowdowns against 1.0 (jobs that share nothing)."""
+    import statistics
+
+    out = []
+    for where, (traffic, cases) in mcast.items():
+        for t in traffic.runs if traffic else ():
+            if t.busiest_s(link_mbps):
+                out.append({"row": f"{where}: {t.run}", "ratio": t.cct_s / t.busiest_s(link_mbps),
+                            "cct_s": t.cct_s, "bound_s": t.busiest_s(link_mbps),
+                            "faithful": t.faithful})
+        for c in cases or ():
+            if c.busiest_s(link_mbps):
+                out.append({"row": f"{where}: fsdp {c.label}",
+                            "ratio": c.rs_cct_s / c.busiest_s(link_mbps), "cct_s": c.rs_cct_s,
+                            "bound_s": c.busiest_s(link_mbps), "faithful": c.faithful})
+    for sc in vc.scenarios if vc else ():
+        out.append({"row": f"vclos {sc.scheme} seed {sc.seed}: slowdown",
+                    "ratio": statistics.median(sc.slowdown(j) for j in sc.hosts),
+                    "bound_s": None, "faithful": sc.faithful, "vclos": sc.scheme == "vclos"})
+    return out
+
+
+def write_ratios(path: Path, rows: list[dict]) -> None:
+    import json
+
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))

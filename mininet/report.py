@@ -6,6 +6,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from fidelity_watch import column
+
 from fabricmodel import rocev2
 from figures import png
 from figures.text import format_table
@@ -61,7 +63,8 @@ def table_rows(rows: list[dict], link_mbps: float | None = None) -> tuple[list, 
     compare the median CCT with the link-rate bound (link_bound_s) when the links are
     paced."""
     ccts = cct_by_run(rows)
-    bounds = {(f"{r['collective']}/{r['algo']}", r["policy"]): link_bound_s(r, link_mbps) for r in rows}
+    bounds = {(f"{r['collective']}/{r['algo']}", r["policy"]):
+              link_bound_s(r, r.get("link_mbps") or link_mbps) for r in rows}
     imbalance = defaultdict(list)
     for r in rows:
         if r["rank"] == 0:
@@ -70,11 +73,14 @@ def table_rows(rows: list[dict], link_mbps: float | None = None) -> tuple[list, 
     retx, timeouts = totals(rows, "packets_retransmitted"), totals(rows, "timeouts")
     reorder, icrc = totals(rows, "reorderings"), totals(rows, "icrc_errors")
     ok = defaultdict(lambda: True)
+    launched = defaultdict(list)
     for r in rows:
         ok[(f"{r['collective']}/{r['algo']}", r["policy"])] &= r["ok"]
+        launched[(f"{r['collective']}/{r['algo']}", r["policy"])].append(r)
     head = ["collective", "policy", "runs", "CCT median ms", "min", "max", "bound ms", "vs ideal",
             "vs ecmp",
-            "reorderings", "retx", "timeouts", "ICRC errors", "busiest uplink", "exact"]
+            "reorderings", "retx", "timeouts", "ICRC errors", "busiest uplink", "exact",
+            "faithful"]
     lines = []
     for (coll, policy), values in ccts.items():
         med = statistics.median(values)
@@ -88,8 +94,19 @@ def table_rows(rows: list[dict], link_mbps: float | None = None) -> tuple[list, 
                       str(reorder[(coll, policy)]), str(retx[(coll, policy)]),
                       str(timeouts[(coll, policy)]), str(icrc[(coll, policy)]),
                       f"{statistics.median(imbalance[(coll, policy)]):.2f}x mean",
-                      "yes" if ok[(coll, policy)] else "NO"])
+                      "yes" if ok[(coll, policy)] else "NO",
+                      column(launched[(coll, policy)])])
     return head, lines
+
+
+def ratio_rows(rows: list[dict], link_mbps: float | None) -> list[dict]:
+    """Each line of the table as its median CCT's ratio to the link-rate bound, with its
+    verdict (bench/bench_fidelity.py compares these)."""
+    head, lines = table_rows(rows, link_mbps)
+    col = {h: i for i, h in enumerate(head)}
+    return [{"row": f"{x[col['collective']]} {x[col['policy']]}",
+             "ratio": float(x[col["vs ideal"]].rstrip("x")), "faithful": x[col["faithful"]]}
+            for x in lines if x[col["vs ideal"]] != "-"]
 
 
 def plot(rows: list[dict], path: Path, title: str, link_mbps: float | None = None) -> None:

@@ -30,11 +30,13 @@ def sh(ns: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
 class Fabric:
     def __init__(self, topo, fab: str, hosts: dict[str, str], devices: dict[str, str],
                  server: str, switches: dict[str, str], procs: dict | None = None,
-                 state: Path | None = None, log: Path | None = None):
+                 state: Path | None = None, log: Path | None = None,
+                 controls: dict[str, Path] | None = None):
         self.topo, self.fab, self.hosts, self.devices = topo, fab, hosts, devices
         self.server, self.switches = server, switches
         self.procs = procs or {}       # switch -> its SwitchProcess (p4switch)
         self.state, self.log = state, log      # fabricd's --state file and its log
+        self.controls = controls or {}  # switch -> its control socket (p4switch)
         self._compiled = None
 
     def fabricctl(self, *args: str) -> subprocess.CompletedProcess:
@@ -150,10 +152,12 @@ def quiet(ns: str) -> None:
 
 
 def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | None = None,
-          target: str = "p4switch", fabricd_args: tuple[str, ...] = ()):
+          target: str = "p4switch", fabricd_args: tuple[str, ...] = (),
+          switch_args: tuple[str, ...] = ()):
     """Yields the Fabric of `target` switches ("p4switch" or "bmv2"); stops fabricd and every
     switch afterwards. queue_depth: p4switch's egress queues in packets (its default if
-    None). fabricd_args: more options for fabricd (e.g. --web)."""
+    None). fabricd_args: more options for fabricd (e.g. --web); switch_args: for every
+    p4switch (e.g. --queue-rate), each of which also gets a control socket."""
     path = tmp_path / "topology.yaml"
     path.write_text(topology_yaml)
     topo = load(path)
@@ -180,7 +184,7 @@ def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | 
                 sh(ns, "ethtool", "-K", "eth0", "tx", "off")
         else:
             netns_factory.veth(fab, fab, name_a=lk.a_intf, name_b=lk.b_intf)
-    procs, addresses = {}, {}
+    procs, addresses, controls = {}, {}, {}
     daemon = None
     try:
         for sw in topo.switches.values():
@@ -191,8 +195,10 @@ def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | 
             else:
                 ifaces = [a for port, name in ports.items() for a in ("-i", f"{port}@{name}")]
                 depth = ["--queue-depth", str(queue_depth)] if queue_depth else []
+                controls[sw.name] = tmp_path / f"{sw.name}.ctl"
                 proc = SwitchProcess(["--no-p4", "--device-id", str(sw.device_id), *depth,
-                                      *ifaces], netns=fab).__enter__()
+                                      "--control-socket", str(controls[sw.name]),
+                                      *switch_args, *ifaces], netns=fab).__enter__()
             procs[sw.name] = proc
             addresses[sw.name] = proc.grpc_addr
         port_file = tmp_path / "port"
@@ -212,7 +218,7 @@ def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | 
             assert time.monotonic() < deadline, "fabricd did not start"
             time.sleep(0.1)
         fabric = Fabric(topo, fab, hosts, devices, f"127.0.0.1:{port_file.read_text().strip()}",
-                        addresses, procs, state, tmp_path / "fabricd.log")
+                        addresses, procs, state, tmp_path / "fabricd.log", controls)
         # every switch holds its entries (on a busy machine one can time out at fabricd's
         # start; its watchdog writes it a moment later)
         while (done := fabric.fabricctl("sync")).returncode != 0:

@@ -56,3 +56,16 @@ def test_fidelity_monitor_of_the_python_traffic_manager_counts_a_late_departure(
     assert paced == 3 and abs(busy - 0.003) < 1e-9
     assert late >= 1 and 0.04 < lost < 1.0 and late_max > 0.04
     assert tm.fidelity()[1][3] == 0.0          # the worst lateness restarts per reading
+
+
+def test_fidelity_column_of_the_collectives_summary():
+    from collectives.results import summary
+
+    row = {"run": 0, "collective": "allreduce", "algo": "ring", "dtype": "int32",
+           "elements": 4, "ranks": 2, "policy": "ecmp", "reliability": "ooo", "cct_s": 1.0,
+           "bytes_injected": 1, "packets_retransmitted": 0, "duplicates_received": 0,
+           "timeouts": 0, "ok": True}
+    busy = [row | {"rank": 0, "stall_s": 0.0, "runq_wait_s": 0.2},
+            row | {"rank": 1, "stall_s": 0.0, "runq_wait_s": 0.0}]
+    assert "NO: rank 0 waited 200 ms for a CPU" in summary(busy)
+    assert summary([row | {"rank": 0}]).splitlines()[-1].rstrip().endswith("unmeasured")

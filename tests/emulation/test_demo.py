@@ -27,11 +27,14 @@ def test_demo_runs_every_policy_and_idea(tmp_path, target):
                 "--repeat", "1",
                 "--size", "32KiB", "--collectives", "allreduce/ring",
                 "--ideas-size", "32KiB", "--vclos-seeds", "1", "--vclos-repeats", "1",
-                "--train-epochs", "1", "--pcap", "--out", str(tmp_path)], DEADLINE[target])
+                "--train-epochs", "1", "--fidelity-retries", "0", "--pcap",
+                "--out", str(tmp_path)], DEADLINE[target])
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "demo.jsonl").read_text().splitlines()]
     assert {r["policy"] for r in rows} == {"ecmp", "spray", "reps", "ethereal"}
     assert all(r["ok"] for r in rows) and len(rows) == 4 * 4
+    assert all(r["fidelity"]["faithful"] in (True, False) for r in rows), rows[0]
+    assert all("runq_wait_s" in r and "stall_s" in r for r in rows)
     for png in ("demo-cct.png", "mcast-allgather.png", "vclos.png", "train.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     pcaps = list((tmp_path / "pcap").glob("*-eth*.pcap"))
@@ -41,7 +44,8 @@ def test_demo_runs_every_policy_and_idea(tmp_path, target):
                  "isolation: ping across slices", "exit 5: fabricctl: RESOURCE_EXHAUSTED",
                  "5% loss in the switches", "own vClos slices", "KB each job put on every",
                  "x ring's", "bound N/(2(N-1))", "runs at once overlap",
-                 "Training the digits MLP over the fabric", "ms all-reduce/step"):
+                 "Training the digits MLP over the fabric", "ms all-reduce/step",
+                 "faithful", "leafspine-2x1-h4", "bound ms (busiest link)"):
         assert line in out.stdout, out.stdout[-3000:]
 
 

@@ -1,0 +1,142 @@
+"""The fidelity monitor of an emulated fabric (collectives/fidelity.py says what is measured and
+why): each launch of ranks is bracketed by readings of every p4switch's pacing monitor (its
+control socket's `fidelity`), and the run-queue wait of every switch process and fabricd is
+sampled while it runs, so that the wait inside the collective's own window counts (the ranks'
+start-up, seconds of Python imports on the same CPUs, is not the experiment); the ranks
+measure their own stalls and waits. Each rank row then carries the launch's verdict
+(`row["fidelity"]`), which the tables print and the JSON lines keep."""
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from pathlib import Path
+
+from collectives import fidelity
+from p4switch.device.control import send_command
+
+
+def read_ports(control: Path) -> dict[int, tuple]:
+    """A p4switch's monitor: port -> (paced, busy s, lost s, late_max s, late); {} when the
+    switch does not answer (BMv2 has no such socket)."""
+    try:
+        reply = send_command(str(control), "fidelity", timeout=5.0)
+    except OSError:
+        return {}
+    if reply.startswith("error"):
+        return {}
+    out = {}
+    for row in reply.split(" | ")[1:]:
+        p, paced, busy, lost, late_max, late = row.split()
+        out[int(p)] = (int(paced), float(busy), float(lost), float(late_max), int(late))
+    return out
+
+
+SAMPLE_S = 0.05          # the run-queue sampler's period: a few per collective at least
+
+
+class WaitSampler:
+    """The run-queue wait of some processes, sampled every SAMPLE_S in a thread until
+    stopped; between(t0, t1) interpolates each one's wait in a wall-clock window."""
+
+    def __init__(self, pids: dict[str, int]):
+        self.pids = pids
+        self.times: list[float] = []
+        self.samples: list[dict[str, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="runq-sampler", daemon=True)
+
+    def start(self) -> WaitSampler:
+        self._sample()
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        self.samples.append(fidelity.runq_waits(self.pids))
+        self.times.append(time.time())
+
+    def _loop(self) -> None:
+        while not self._stop.wait(SAMPLE_S):
+            self._sample()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def _at(self, t: float) -> dict[str, float]:
+        i = bisect.bisect_left(self.times, t)
+        if i <= 0:
+            return self.samples[0]
+        if i >= len(self.times):
+            return self.samples[-1]
+        t0, t1 = self.times[i - 1], self.times[i]
+        a, b = self.samples[i - 1], self.samples[i]
+        f = (t - t0) / (t1 - t0) if t1 > t0 else 1.0
+        return {n: a.get(n, 0.0) + f * (b.get(n, 0.0) - a.get(n, 0.0)) for n in b}
+
+    def between(self, t0: float, t1: float) -> dict[str, float]:
+        return fidelity.waits_between(self._at(t0), self._at(t1))
+
+
+class FabricMonitor:
+    """switches: name -> (pid, control socket or None); others: name -> pid (fabricd)."""
+
+    def __init__(self, switches: dict[str, tuple[int, Path | None]], others: dict[str, int]):
+        self.switches, self.others = switches, others
+
+    @classmethod
+    def of_net(cls, net, fabricd=None) -> FabricMonitor:
+        """The Mininet fabric's switches (mininet/p4_switch.py) and fabricd."""
+        switches = {sw.name: (sw.proc.pid, getattr(sw, "control_path", None))
+                    for sw in net.switches if getattr(sw, "proc", None) is not None}
+        others = {"fabricd": fabricd.proc.pid} if fabricd is not None and fabricd.proc else {}
+        return cls(switches, others)
+
+    def ports(self) -> dict[str, dict[int, tuple]]:
+        return {name: read_ports(ctl) if ctl else {} for name, (_, ctl) in self.switches.items()}
+
+    def read(self) -> tuple[dict, WaitSampler]:
+        """The switches' monitors now, and a sampler of the processes' waits from now on."""
+        pids = {name: pid for name, (pid, _) in self.switches.items()} | self.others
+        return self.ports(), WaitSampler(pids).start()
+
+    def verdict(self, before: tuple[dict, WaitSampler], rows: list[dict]) -> fidelity.Verdict:
+        """The verdict of the launch that produced `rows`, `before` read just ahead of it:
+        the processes' waits within the collectives' window (first start to last end)."""
+        ports_before, sampler = before
+        sampler.stop()
+        ports = {}
+        for sw, after in self.ports().items():
+            for port, lost in fidelity.port_losses(ports_before.get(sw, {}), after).items():
+                ports[f"{sw} port {port}"] = lost
+        t0 = min((r["started_at"] for r in rows), default=0.0)
+        t1 = max((r["started_at"] + r["cct_s"] for r in rows), default=0.0)
+        return fidelity.judge_rows(rows, ports, sampler.between(t0, t1), window_s=t1 - t0)
+
+
+def watched(monitor: FabricMonitor | None, launch, *args, **kwargs) -> list[dict]:
+    """launch(*args, **kwargs) -> its rows, each with the launch's verdict (its dict)."""
+    if monitor is None:
+        return launch(*args, **kwargs)
+    before = monitor.read()
+    rows = launch(*args, **kwargs)
+    v = monitor.verdict(before, rows).as_dict()
+    return [r | {"fidelity": v} for r in rows]
+
+
+def column(rows: list[dict]) -> str:
+    """The fidelity column of a table row made of these launch rows (possibly of several
+    launches): yes when every launch was faithful, else the worst offender."""
+    verdicts = [r["fidelity"] for r in rows if r.get("fidelity")]
+    if not verdicts:
+        return "unmeasured"
+    bad = [v for v in verdicts if v["faithful"] is False]
+    if bad:
+        worst = max(bad, key=lambda v: v["worst_share"])
+        return f"NO: {worst['worst']}"
+    return "yes" if all(v["faithful"] for v in verdicts) else "unmeasured"
+
+
+def faithful(rows: list[dict]) -> bool:
+    return column(rows) == "yes"
