@@ -8,7 +8,7 @@ monitors, each a length of time over the run's window:
 - a rank's **transport stall**: its QPs had data, window and pacing credit and did not send
   (`Stats.stall_s`);
 - a process's **CPU run-queue wait** (`/proc/<pid>/task/*/schedstat`, second field): runnable,
-  not running.
+  not running (its most waiting thread's).
 
 Why one share of the window bounds them all: a collective's completion time is the length of
 its critical path; a stretch of time in which a link or a process on that path did not do its
@@ -18,7 +18,6 @@ network would give (each ratio to a bound with it); a run with one that did is m
 faithful, the worst offender named."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,31 +27,51 @@ from pathlib import Path
 TOLERANCE = 0.05
 
 
-def cpu_times(pid: int | str = "self") -> tuple[float, float]:
-    """(s on a CPU, s runnable but waiting for one), summed over the process's threads; (0, 0)
-    once it is gone."""
-    run = wait = 0.0
+def thread_waits(pid: int | str = "self") -> dict[str, float]:
+    """thread id -> s it was runnable but waiting for a CPU so far; {} once the process is
+    gone."""
+    out = {}
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
-        return 0.0, 0.0
+        return out
     for task in tasks:
         try:
-            fields = (task / "schedstat").read_text().split()
-        except OSError:
+            out[task.name] = int((task / "schedstat").read_text().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
             continue           # a thread that ended meanwhile
-        run += int(fields[0]) / 1e9
-        wait += int(fields[1]) / 1e9
-    return run, wait
+    return out
 
 
-def runq_waits(pids: dict[str, int]) -> dict[str, float]:
-    """Name -> run-queue wait so far (s) of each process."""
-    return {name: cpu_times(pid)[1] for name, pid in pids.items() if pid}
+def cpu_seconds(pid: int | str = "self") -> float:
+    """s on a CPU so far, summed over the process's threads."""
+    total = 0.0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return total
+    for task in tasks:
+        try:
+            total += int((task / "schedstat").read_text().split()[0]) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
 
 
-def waits_between(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {n: max(0.0, after[n] - before.get(n, 0.0)) for n in after}
+def wait_between(before: dict[str, float], after: dict[str, float]) -> float:
+    """A process's run-queue wait between two thread_waits readings: its most waiting
+    thread's (two threads waiting at once, a switch's ingress and egress, delay its packets
+    once, not twice)."""
+    return max((w - before.get(t, 0.0) for t, w in after.items()), default=0.0)
+
+
+def runq_waits(pids: dict[str, int]) -> dict[str, dict[str, float]]:
+    """Name -> thread_waits of each process."""
+    return {name: thread_waits(pid) for name, pid in pids.items() if pid}
+
+
+def waits_between(before: dict[str, dict], after: dict[str, dict]) -> dict[str, float]:
+    return {n: max(0.0, wait_between(before.get(n, {}), after[n])) for n in after}
 
 
 def port_losses(before: dict[int, tuple], after: dict[int, tuple]) -> dict[int, tuple[float, float]]:
@@ -78,7 +97,7 @@ class Verdict:
         """The tables' fidelity column."""
         if self.faithful is None:
             return "unmeasured"
-        return "yes" if self.faithful else f"NO: {self.worst}"
+        return "yes" if self.faithful else f"NO: {self.measured['short']}"
 
     def as_dict(self) -> dict:
         return {"faithful": self.faithful, "window_s": self.window_s, "worst": self.worst,
@@ -95,10 +114,12 @@ def judge(window_s: float, ports: dict[str, tuple[float, float]] | None = None,
     ports, stalls, waits = ports or {}, stalls or {}, waits or {}
     window = max(window_s, 1e-9)
     kinds = [[(lost / window, f"{name} lost {lost * 1e3:.0f} ms of link time "
-                              f"(a packet {late * 1e3:.0f} ms late)")
+                              f"(a packet {late * 1e3:.0f} ms late)", f"{name} lost {lost * 1e3:.0f} ms")
               for name, (lost, late) in ports.items()],
-             [(s / window, f"{name}'s QPs stalled {s * 1e3:.0f} ms") for name, s in stalls.items()],
-             [(w / window, f"{name} waited {w * 1e3:.0f} ms for a CPU") for name, w in waits.items()]]
+             [(s / window, f"{name}'s QPs stalled {s * 1e3:.0f} ms", f"{name} stalled {s * 1e3:.0f} ms")
+              for name, s in stalls.items()],
+             [(w / window, f"{name} waited {w * 1e3:.0f} ms for a CPU", f"{name} CPU wait {w * 1e3:.0f} ms")
+              for name, w in waits.items()]]
     measured = {"ports_lost_s": {n: round(v[0], 6) for n, v in ports.items()},
                 "ports_late_max_s": {n: round(v[1], 6) for n, v in ports.items()},
                 "stall_s": {n: round(v, 6) for n, v in stalls.items()},
@@ -106,10 +127,11 @@ def judge(window_s: float, ports: dict[str, tuple[float, float]] | None = None,
     if not any(kinds):
         return Verdict(window_s, None, measured=measured)
     over = [max(k) for k in kinds if k and max(k)[0] > TOLERANCE]
-    share, worst = over[0] if over else max(max(k) for k in kinds if k)
+    share, worst, short = over[0] if over else max(max(k) for k in kinds if k)
     return Verdict(window_s, not over, f"{worst}, {share:.0%} of {window_s:.2f} s", share,
-                   measured | {"offenders": [w for k in kinds for sh, w in sorted(k, reverse=True)
-                                             if sh > TOLERANCE]})
+                   measured | {"offenders": [w for k in kinds for sh, w, _ in sorted(k, reverse=True)
+                                             if sh > TOLERANCE],
+                               "short": f"{short} ({share:.0%})"})
 
 
 def rank_measures(rows: list[dict]) -> tuple[dict[str, float], dict[str, float]]:
@@ -129,5 +151,3 @@ def judge_rows(rows: list[dict], ports: dict | None = None, waits: dict | None =
     return judge(window, ports, stalls, rank_waits | (waits or {}))
 
 
-def this_process_wait() -> float:
-    return cpu_times(os.getpid())[1]

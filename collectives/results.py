@@ -50,4 +50,4 @@ def _column(verdict: dict) -> str:
     """A verdict a monitor attached to the rows (mininet/fidelity_watch.py), as a column."""
     if verdict["faithful"] is None:
         return "unmeasured"
-    return "yes" if verdict["faithful"] else f"NO: {verdict['worst']}"
+    return "yes" if verdict["faithful"] else f"NO: {verdict.get('short', verdict['worst'])}"

@@ -161,10 +161,10 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
     started = time.time()
     t0, c0 = time.perf_counter(), time.process_time()
     u0 = resource.getrusage(resource.RUSAGE_SELF).ru_utime
-    w0 = fidelity.cpu_times()[1]
+    w0 = fidelity.thread_waits()
     got = fn(comm, inputs[comm.rank], **kwargs)
     cct, cpu = time.perf_counter() - t0, time.process_time() - c0
-    runq_wait = fidelity.cpu_times()[1] - w0
+    runq_wait = fidelity.wait_between(w0, fidelity.thread_waits())
     user = resource.getrusage(resource.RUSAGE_SELF).ru_utime - u0
     after = comm.stats.as_dict()
     delta = {k: after[k] - before[k] for k in after}

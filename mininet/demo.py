@@ -32,6 +32,7 @@ from ideas import table as ideas_table
 from p4_switch import COMPILERS, MAX_LINK_MBPS, TARGETS, missing_tools
 from report import HEADERS, MTU, plot, ratio_rows, table, table_rows
 
+from collectives import fidelity
 from collectives.launch import LaunchError, policy_program
 from collectives.native import default_backend
 from collectives.runner import ALGORITHMS
@@ -69,6 +70,9 @@ IDEAS_LINK_MBPS = 20.0
 RETRIES = 2
 SLOWER = 0.5
 LOWERINGS = 2
+# `--link-mbps auto`: the share of the machine's cores the emulation's per-packet work may
+# take at the calibrated rate (the rest is slack for the bursts a ratio to the bound must not see)
+HEADROOM = 0.5
 
 
 class Capture:
@@ -121,22 +125,48 @@ class Rates:
         self.retries, self.adapt = retries, adapt
         self.lowered = 0
 
+    def set(self, mbps: float) -> None:
+        """Every switch port, host NIC and the minimum RTO (inversely) to `mbps`."""
+        old, self.mbps = self.mbps, mbps
+        for sw in self.net.switches:
+            if getattr(sw, "control_path", None):
+                send_command(str(sw.control_path), f"set_queue_rate all {mbps:g}mbps")
+        pace_nics(self.net, self.topo, mbps)
+        rto = self.ranks.transport.get("min_rto")
+        if rto:
+            self.ranks.transport = self.ranks.transport | {"min_rto": rto * old / mbps}
+
     def lower(self) -> bool:
         """Halve the rate (at most LOWERINGS times; a fixed --link-mbps is only verified)."""
         if not self.adapt or not self.retries or not self.mbps or self.lowered >= LOWERINGS:
             return False
-        old, self.mbps = self.mbps, self.mbps * SLOWER
+        old = self.mbps
+        self.set(old * SLOWER)
         self.lowered += 1
-        for sw in self.net.switches:
-            if getattr(sw, "control_path", None):
-                send_command(str(sw.control_path), f"set_queue_rate all {self.mbps:g}mbps")
-        pace_nics(self.net, self.topo, self.mbps)
-        rto = self.ranks.transport.get("min_rto")
-        if rto:
-            self.ranks.transport = self.ranks.transport | {"min_rto": rto / SLOWER}
         click.echo(f"demo: rows stayed unfaithful at {old:g} Mbit/s after {self.retries} re-runs: "
                    f"links, NICs and the transport's timers lowered to {self.mbps:g} Mbit/s")
         return True
+
+    def calibrate(self, monitor, run: dict) -> None:
+        """`--link-mbps auto`: one uncongested ring all-reduce at the default rate measures the
+        CPU each packet costs (the ranks' own over the collective, the switches' over the
+        launch: an upper bound); where carrying the rate would take more than HEADROOM of the
+        machine's cores, the rate is lowered to what fits (in steps of 8 Mbit/s)."""
+        pids = {n: pid for n, (pid, _) in monitor.switches.items()}
+        cpu0 = {n: fidelity.cpu_seconds(pid) for n, pid in pids.items()}
+        got = self.ranks.launch([h.name for h in self.ranks.hosts], run, seed=len(pids) + 99)
+        spent = sum(fidelity.cpu_seconds(pid) - cpu0[n] for n, pid in pids.items()) + \
+            sum(r["cpu_s"] for r in got)
+        cct = max(r["cct_s"] for r in got)
+        packets = max(1, sum(r["packets_sent"] for r in got))
+        cores = len(os.sched_getaffinity(0))
+        fit = self.mbps * HEADROOM * cores * cct / max(spent, 1e-9)
+        rate = self.mbps if fit >= self.mbps else max(8.0, 8.0 * int(fit // 8))
+        click.echo(f"demo: calibration at {self.mbps:g} Mbit/s: {spent / packets * 1e6:.0f} us of "
+                   f"CPU per packet sent, {spent / cct:.2f} of {cores} cores busy (headroom "
+                   f"{HEADROOM:.0%}): links at {rate:g} Mbit/s")
+        if rate != self.mbps:
+            self.set(rate)
 
 
 def faithful_launch(launch, what: str, rates: Rates | None) -> list[dict]:
@@ -198,6 +228,20 @@ def _reps_line(policy: str) -> str:
             f"{t.acks_ece} ECN-Echo evictions of {t.acks_good + t.acks_ece} echoes")
 
 
+def _link_rate(text: str) -> float | None:
+    """--link-mbps: None for auto, else a rate >= 0."""
+    if text == "auto":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is neither auto nor a rate in Mbit/s",
+                                 param_hint="--link-mbps") from None
+    if not value >= 0:
+        raise click.BadParameter(f"{text!r}: a rate is >= 0", param_hint="--link-mbps")
+    return value
+
+
 def _speed(mbps: float) -> str:
     return f"{mbps:g} Mbit/s" if mbps else "unshaped"
 
@@ -230,10 +274,12 @@ def _drain_rto(depth: int, mbps: float) -> float:
                             f"{SIZE['bmv2']}].")
 @click.option("--repeat", type=click.IntRange(1), default=3, show_default=True,
               help="Launches per policy, each with another seed (other ECMP ports).")
-@click.option("--link-mbps", type=click.FloatRange(0),
+@click.option("--link-mbps", default="auto", show_default=True,
               help="Every switch port's egress rate in Mbit/s, 0 for as fast as the switch "
-                   f"goes [default: the topology's link_mbps, else {LINK_MBPS:g}, the fastest "
-                   "rate measured to keep the demo link-bound; on BMv2 at most 2].")
+                   f"goes; auto: the topology's link_mbps, else {LINK_MBPS:g} (the fastest "
+                   "rate measured to keep the demo link-bound; on BMv2 at most 2), lowered "
+                   "where a calibration run's CPU per packet says the cores cannot carry it, "
+                   "and again where rows stay unfaithful. A given rate is only verified.")
 @click.option("--queue-depth", type=click.IntRange(1), default=256, show_default=True,
               help="Egress queue depth in packets; with the default window it holds every "
                    "packet in flight, as RoCE runs lossless (PFC).")
@@ -327,6 +373,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
     size = size or SIZE[target]
     runs = [{"collective": c, "algo": a, "dtype": "int32", "elements": parse_size(size) // 4}
             for c, a in _collectives(colls)]
+    link_mbps = _link_rate(link_mbps)
     adapt_rate = link_mbps is None
     if link_mbps is None:
         link_mbps = topo.params.get("link_mbps") or LINK_MBPS
@@ -354,8 +401,9 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
                               train=TrainConfig(epochs=train_epochs))
         except LaunchError as err:
             raise click.ClickException(f"a collective failed: {err}") from None
+    ran_at = sorted({r["link_mbps"] for r in rows if r.get("link_mbps")}, reverse=True)
     title = (f"{topo.name}, {len(topo.hosts)} ranks, {size} per rank, {reliability}, "
-             f"links {_speed(link_mbps)}")
+             f"links {' / '.join(map(_speed, ran_at)) if ran_at else _speed(link_mbps)}")
     if rows:
         (out_dir / "demo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         (out_dir / "part1-rows.jsonl").write_text("".join(
@@ -417,6 +465,10 @@ def part_one_runs(target, topology, topo, link_mbps, queue_depth, window, ack_ev
             with host_netns(net, [h.name for h in ranked]) as namespaces:
                 ranks = Ranks(topo, namespaces, transport, FabricMonitor.of_net(net, fabricd))
                 rates = Rates(net, topo, ranks, link_mbps, retries, adapt_rate)
+                if adapt_rate and link_mbps:
+                    rates.calibrate(ranks.monitor, {"collective": "allreduce", "algo": "ring",
+                                                    "dtype": "int32",
+                                                    "elements": runs[0]["elements"]})
                 rows = measure(fabricd, topo, ranks, policy_list, runs, range(repeat), rates)
                 failed = []
                 if failures:

@@ -73,7 +73,8 @@ class WaitSampler:
         t0, t1 = self.times[i - 1], self.times[i]
         a, b = self.samples[i - 1], self.samples[i]
         f = (t - t0) / (t1 - t0) if t1 > t0 else 1.0
-        return {n: a.get(n, 0.0) + f * (b.get(n, 0.0) - a.get(n, 0.0)) for n in b}
+        return {n: {tid: a.get(n, {}).get(tid, 0.0) + f * (w - a.get(n, {}).get(tid, 0.0))
+                    for tid, w in threads.items()} for n, threads in b.items()}
 
     def between(self, t0: float, t1: float) -> dict[str, float]:
         return fidelity.waits_between(self._at(t0), self._at(t1))
@@ -134,7 +135,7 @@ def column(rows: list[dict]) -> str:
     bad = [v for v in verdicts if v["faithful"] is False]
     if bad:
         worst = max(bad, key=lambda v: v["worst_share"])
-        return f"NO: {worst['worst']}"
+        return f"NO: {worst.get('short', worst['worst'])}"
     return "yes" if all(v["faithful"] for v in verdicts) else "unmeasured"
 
 

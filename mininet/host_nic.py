@@ -57,9 +57,12 @@ def nic_commands(intf: str, link_mbps: float, peers: list[str]) -> list[str]:
 
 
 def pace_nics(net, topo, link_mbps: float) -> None:
-    """Every host's interface becomes a NIC at `link_mbps` (nic_commands)."""
+    """Every host's interface becomes a NIC at `link_mbps` (nic_commands); a NIC paced before
+    is re-made (an HTB root cannot be replaced in place)."""
     for h in topo.hosts.values():
         node = net.get(h.name)
+        if "htb" in node.cmd(f"tc qdisc show dev {h.intf} root"):
+            node.cmd(f"tc qdisc del dev {h.intf} root")
         peers = [o.ip for o in topo.hosts.values() if o.name != h.name]
         for cmd in nic_commands(h.intf, link_mbps, peers):
             out = node.cmd(cmd)

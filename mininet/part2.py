@@ -10,6 +10,8 @@ step, so such a wait doubled a step at random (steps of 70 or 140 ms, CCTs 1.6x 
 hid what the vClos experiment measures."""
 from __future__ import annotations
 
+import json
+import statistics
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -208,8 +210,6 @@ def ratio_rows(link_mbps: float, mcast: dict, vc) -> list[dict]:
     """Every row of part two as a ratio to its bound with its verdict (what
     bench/bench_fidelity.py compares): Allgathers and the FSDP Reduce-Scatters against their
     busiest link at the link rate, the vClos slowdowns against 1.0 (jobs that share nothing)."""
-    import statistics
-
     out = []
     for where, (traffic, cases) in mcast.items():
         for t in traffic.runs if traffic else ():
@@ -230,6 +230,4 @@ def ratio_rows(link_mbps: float, mcast: dict, vc) -> list[dict]:
 
 
 def write_ratios(path: Path, rows: list[dict]) -> None:
-    import json
-
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -15,7 +15,7 @@ def test_fidelity_verdict_names_the_worst_port_before_cpu_waits():
     assert v.worst.startswith("spine1 port 2 lost 300 ms"), v.worst
     assert v.measured["offenders"][0].startswith("spine1 port 2")
     assert any(o.startswith("leaf2 waited 500 ms") for o in v.measured["offenders"])
-    assert v.column().startswith("NO: spine1 port 2")
+    assert v.column() == "NO: spine1 port 2 lost 300 ms (30%)"
 
 
 def test_fidelity_verdict_within_tolerance_is_faithful_and_empty_is_unmeasured():
@@ -36,13 +36,15 @@ def test_fidelity_port_losses_between_readings_restart_with_a_new_pipeline():
     assert got[2] == (0.01, 0.01)            # the counter went down: counted from 0
 
 
-def test_fidelity_cpu_times_of_this_process_grow():
-    run0, _ = fidelity.cpu_times()
+def test_fidelity_cpu_seconds_grow_and_a_process_waits_as_its_most_waiting_thread():
+    run0 = fidelity.cpu_seconds()
     end = time.process_time() + 0.05
     while time.process_time() < end:
         pass
-    run1, _ = fidelity.cpu_times()
-    assert run1 - run0 >= 0.04
+    assert fidelity.cpu_seconds() - run0 >= 0.04
+    assert fidelity.thread_waits()                  # this process's threads, by id
+    before, after = {"1": 0.1, "2": 0.2}, {"1": 0.4, "2": 0.3, "3": 0.05}
+    assert abs(fidelity.wait_between(before, after) - 0.3) < 1e-9
 
 
 def test_fidelity_monitor_of_the_python_traffic_manager_counts_a_late_departure():
@@ -67,5 +69,5 @@ def test_fidelity_column_of_the_collectives_summary():
            "timeouts": 0, "ok": True}
     busy = [row | {"rank": 0, "stall_s": 0.0, "runq_wait_s": 0.2},
             row | {"rank": 1, "stall_s": 0.0, "runq_wait_s": 0.0}]
-    assert "NO: rank 0 waited 200 ms for a CPU" in summary(busy)
+    assert "NO: rank 0 CPU wait 200 ms (20%)" in summary(busy)
     assert summary([row | {"rank": 0}]).splitlines()[-1].rstrip().endswith("unmeasured")
