@@ -121,7 +121,11 @@ def watched(monitor: FabricMonitor | None, launch, *args, **kwargs) -> list[dict
     if monitor is None:
         return launch(*args, **kwargs)
     before = monitor.read()
-    rows = launch(*args, **kwargs)
+    try:
+        rows = launch(*args, **kwargs)
+    except BaseException:
+        before[1].stop()
+        raise
     v = monitor.verdict(before, rows).as_dict()
     return [r | {"fidelity": v} for r in rows]
 

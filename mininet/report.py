@@ -115,8 +115,12 @@ def plot(rows: list[dict], path: Path, title: str, link_mbps: float | None = Non
     ccts = cct_by_run(rows)
     colls = sorted({c for c, _ in ccts})
     policies = list(dict.fromkeys(p for _, p in ccts))
+    launched = defaultdict(list)
+    for r in rows:
+        launched[(f"{r['collective']}/{r['algo']}", r["policy"])].append(r)
     width = 0.8 / len(policies)
     fig, ax = png.subplots(figsize=(2.2 + 2.2 * len(colls), 3.6))
+    marked = False
     for i, policy in enumerate(policies):
         meds, lo, hi = [], [], []
         for c in colls:
@@ -126,7 +130,14 @@ def plot(rows: list[dict], path: Path, title: str, link_mbps: float | None = Non
             lo.append(m - min(v))
             hi.append(max(v) - m)
         xs = [j + (i - (len(policies) - 1) / 2) * width for j in range(len(colls))]
-        ax.bar(xs, meds, width, yerr=[lo, hi], capsize=3, label=policy)
+        bars = ax.bar(xs, meds, width, yerr=[lo, hi], capsize=3, label=policy)
+        for bar, c in zip(bars, colls, strict=True):    # unfaithful rows hatched
+            if column(launched.get((c, policy), [])).startswith("NO"):
+                bar.set_hatch("xx")
+                marked = True
+    if marked:
+        ax.bar([0], [0], 0, hatch="xx", color="white", edgecolor="black",
+               label="not faithful (fidelity monitor)")
     for j, c in enumerate(colls):
         row = next(r for r in rows if f"{r['collective']}/{r['algo']}" == c)
         bound = link_bound_s(row, link_mbps)
