@@ -60,7 +60,7 @@ def test_vclos_slices_never_share_a_link_and_the_jobs_run_at_once(fab):
 
 def test_netreduce_across_the_leaves_puts_at_most_0_6_of_rings_bytes_on_the_fabric(
         fab, monkeypatch):
-    from ideas import bound, fabric_link_bytes, link_table, netreduce
+    from ideas import EXACT, bound, fabric_link_bytes, link_table, netreduce
 
     launched = []                   # each launch's rows: ring's, then NetReduce's
     launch = fab.ranks.launch
@@ -75,7 +75,7 @@ def test_netreduce_across_the_leaves_puts_at_most_0_6_of_rings_bytes_on_the_fabr
     print("\n" + link_table(fab.topo, runs))
     ring, nr = runs
     ring_rows, nr_rows = launched
-    assert [r[-1] for r in rows] == ["yes", "yes"], rows
+    assert [r[EXACT] for r in rows] == ["yes", "yes"], rows
     assert ring.ranks == nr.ranks == 8 and "spine" in nr.what
     # each leaf sends its partial sum up and gets the result down once: N/(2(N-1)) = 0.571
     # of ring's bytes at 8 ranks, plus headers, ACKs and the first packets' metadata. A
