@@ -22,7 +22,7 @@ from capture import PortCaptures, switch_interfaces
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
 from failures import FAILURE_HEAD, failure_runs, failure_table
-from fidelity_watch import FabricMonitor, column
+from fidelity_watch import FabricMonitor, WaitSampler, column
 from host_nic import pace_nics
 from ideas import EXACT as IDEAS_EXACT
 from ideas import HEAD as IDEAS_HEAD
@@ -32,7 +32,6 @@ from ideas import table as ideas_table
 from p4_switch import COMPILERS, MAX_LINK_MBPS, TARGETS, missing_tools
 from report import HEADERS, MTU, plot, ratio_rows, table, table_rows
 
-from collectives import fidelity
 from collectives.launch import LaunchError, policy_program
 from collectives.native import default_backend
 from collectives.runner import ALGORITHMS
@@ -72,7 +71,7 @@ SLOWER = 0.5
 LOWERINGS = 2
 # `--link-mbps auto`: the share of the machine's cores the emulation's per-packet work may
 # take at the calibrated rate (the rest is slack for the bursts a ratio to the bound must not see)
-HEADROOM = 0.5
+HEADROOM = 0.75
 
 
 class Capture:
@@ -149,15 +148,17 @@ class Rates:
 
     def calibrate(self, monitor, run: dict) -> None:
         """`--link-mbps auto`: one uncongested ring all-reduce at the default rate measures the
-        CPU each packet costs (the ranks' own over the collective, the switches' over the
-        launch: an upper bound); where carrying the rate would take more than HEADROOM of the
-        machine's cores, the rate is lowered to what fits (in steps of 8 Mbit/s)."""
-        pids = {n: pid for n, (pid, _) in monitor.switches.items()}
-        cpu0 = {n: fidelity.cpu_seconds(pid) for n, pid in pids.items()}
-        got = self.ranks.launch([h.name for h in self.ranks.hosts], run, seed=len(pids) + 99)
-        spent = sum(fidelity.cpu_seconds(pid) - cpu0[n] for n, pid in pids.items()) + \
-            sum(r["cpu_s"] for r in got)
-        cct = max(r["cct_s"] for r in got)
+        CPU each packet costs (the ranks' and the switches', over the collective's window);
+        where carrying the rate would take more than HEADROOM of the machine's cores, the rate
+        is lowered to what fits (in steps of 8 Mbit/s)."""
+        sampler = WaitSampler({n: pid for n, (pid, _) in monitor.switches.items()}).start()
+        try:
+            got = self.ranks.launch([h.name for h in self.ranks.hosts], run, seed=99)
+        finally:
+            sampler.stop()
+        t0 = min(r["started_at"] for r in got)
+        cct = max(r["started_at"] + r["cct_s"] for r in got) - t0
+        spent = sampler.cpu_between(t0, t0 + cct) + sum(r["cpu_s"] for r in got)
         packets = max(1, sum(r["packets_sent"] for r in got))
         cores = len(os.sched_getaffinity(0))
         fit = self.mbps * HEADROOM * cores * cct / max(spent, 1e-9)

@@ -36,13 +36,15 @@ SAMPLE_S = 0.05          # the run-queue sampler's period: a few per collective 
 
 
 class WaitSampler:
-    """The run-queue wait of some processes, sampled every SAMPLE_S in a thread until
-    stopped; between(t0, t1) interpolates each one's wait in a wall-clock window."""
+    """The run-queue wait (and CPU time) of some processes, sampled every SAMPLE_S in a thread
+    until stopped; between(t0, t1) interpolates each one's wait in a wall-clock window,
+    cpu_between(t0, t1) their CPU seconds together."""
 
     def __init__(self, pids: dict[str, int]):
         self.pids = pids
         self.times: list[float] = []
-        self.samples: list[dict[str, float]] = []
+        self.samples: list[dict[str, dict]] = []
+        self.cpu: list[float] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="runq-sampler", daemon=True)
 
@@ -53,6 +55,7 @@ class WaitSampler:
 
     def _sample(self) -> None:
         self.samples.append(fidelity.runq_waits(self.pids))
+        self.cpu.append(sum(fidelity.cpu_seconds(pid) for pid in self.pids.values()))
         self.times.append(time.time())
 
     def _loop(self) -> None:
@@ -78,6 +81,14 @@ class WaitSampler:
 
     def between(self, t0: float, t1: float) -> dict[str, float]:
         return fidelity.waits_between(self._at(t0), self._at(t1))
+
+    def cpu_between(self, t0: float, t1: float) -> float:
+        def at(t: float) -> float:
+            i = min(max(bisect.bisect_left(self.times, t), 1), len(self.times) - 1)
+            a, b = self.times[i - 1], self.times[i]
+            f = min(max((t - a) / (b - a), 0.0), 1.0) if b > a else 1.0
+            return self.cpu[i - 1] + f * (self.cpu[i] - self.cpu[i - 1])
+        return at(t1) - at(t0) if len(self.times) > 1 else 0.0
 
 
 class FabricMonitor:
