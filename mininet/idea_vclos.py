@@ -258,15 +258,22 @@ def summary_rows(res: Result) -> list[list[str]]:
 
 def plot(res: Result, path: Path, title: str) -> None:
     fig, (left, right) = png.subplots(1, 2, figsize=(12, 4))
-    labels, alone, together = [], [], []
+    labels, alone, together, unfaithful = [], [], [], []
     for sc in res.scenarios:
         for job in sc.hosts:
             labels.append(f"{sc.scheme}\ns{sc.seed} {job}")
             alone.append(sc.alone_s[job] * 1e3)
             together.append(sc.together_s[job] * 1e3)
+            unfaithful.append(sc.faithful.startswith("NO"))
     xs = range(len(labels))
     left.bar([x - 0.2 for x in xs], alone, 0.4, label="alone")
-    left.bar([x + 0.2 for x in xs], together, 0.4, label="both jobs at once")
+    bars = left.bar([x + 0.2 for x in xs], together, 0.4, label="both jobs at once")
+    for bar, bad in zip(bars, unfaithful, strict=True):     # a scenario not faithful: hatched
+        if bad:
+            bar.set_hatch("xx")
+    if any(unfaithful):
+        left.bar([0], [0], 0, hatch="xx", color="white", edgecolor="black",
+                 label="not faithful (fidelity monitor)")
     left.set_xticks(list(xs), labels, fontsize=6)
     left.set_ylabel("CCT (ms)")
     left.legend(fontsize=8)
