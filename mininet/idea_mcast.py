@@ -127,13 +127,17 @@ def plot(runs: list[Traffic], path: Path, title: str, fsdp=()) -> None:
     for i, t in enumerate(runs):
         xs = [x + (i - (len(runs) - 1) / 2) * width for x in range(len(links))]
         ax.bar(xs, [t.link_bytes.get(k, 0) / 1e3 for k in links], width,
-               label=f"{t.run}: {t.fabric_bytes / 1e3:.0f} KB in total")
+               label=f"{t.run}: {t.fabric_bytes / 1e3:.0f} KB in total"
+               + (" (not faithful)" if t.faithful.startswith("NO") else ""))
     ax.set_xticks(range(len(links)), links, rotation=90, fontsize=6)
     ax.set_ylabel("KB on the link")
     ax.legend(fontsize=7)
     ax.set_title(title, fontsize=9)
     if fsdp:
-        right.bar(range(len(fsdp)), [c.rs_cct_s * 1e3 for c in fsdp])
+        bars = right.bar(range(len(fsdp)), [c.rs_cct_s * 1e3 for c in fsdp])
+        for bar, c in zip(bars, fsdp, strict=True):      # not faithful: hatched
+            if c.faithful.startswith("NO"):
+                bar.set_hatch("xx")
         right.set_xticks(range(len(fsdp)), [c.label.replace(" at once", "").replace(
             "reduce-scatter", "RS") for c in fsdp], rotation=20, fontsize=7)
         right.set_ylabel("Reduce-Scatter CCT (ms)")
