@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from figures.text import format_table
 from fabricmodel.topology import leaf_spine
+from figures.text import format_table
 from sim.cli import fabric, failed_links, run_cases
 from sim.collective import Run
 from sim.fabric import LinkSpec, Transport
