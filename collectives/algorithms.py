@@ -45,9 +45,10 @@ def slices(s: slice, itemsize: int) -> list[slice]:
     return [slice(i, min(i + per, s.stop)) for i in range(s.start, s.stop, per)]
 
 
-def _ring(comm: Communicator, work: np.ndarray, steps: list[tuple[slice, slice, bool]]) -> None:
-    """Runs ring steps (segment sent, segment received, reduce or copy) where each step sends
-    the segment the step before received. Receives are posted up front, into their own
+def _ring(comm: Communicator, work: np.ndarray, steps: list[tuple[slice, slice, bool]],
+          op=np.add) -> None:
+    """Runs ring steps (segment sent, segment received, reduce with the ufunc `op` or copy)
+    where each step sends the segment the step before received. Receives are posted up front, into their own
     buffers; each send is a copy (the transport may resend it after `work` has changed).
     Returns when every slice has arrived and every send is acknowledged."""
     r, n = comm.rank, comm.size
@@ -64,7 +65,7 @@ def _ring(comm: Communicator, work: np.ndarray, steps: list[tuple[slice, slice, 
             comm.progress_until(recv.complete, f"slice {j} of ring step {s}")
             got = _recv(comm.take(recv), work.dtype)
             if reduce:
-                work[sl] += got
+                op(work[sl], got, out=work[sl])
             else:
                 work[sl] = got
             if not last:
@@ -82,23 +83,24 @@ def _allgather_steps(r: int, n: int, seg: list[slice]) -> list[tuple[slice, slic
     return [(seg[(r - s) % n], seg[(r - s - 1) % n], False) for s in range(n - 1)]
 
 
-def allreduce_ring(comm: Communicator, x: np.ndarray) -> np.ndarray:
+def allreduce_ring(comm: Communicator, x: np.ndarray, op=np.add) -> np.ndarray:
     """Reduce-scatter then allgather, one pipeline: segment r's last reduced slice goes on
-    as the allgather's first while the rest of it is still arriving."""
+    as the allgather's first while the rest of it is still arriving. `op`: the reduction, a
+    binary numpy ufunc (np.add; np.maximum, np.minimum, ... for torch.distributed's ops)."""
     work = x.copy()
     seg = segments(len(x), comm.size)
     if comm.size > 1:
         _ring(comm, work, _reduce_scatter_steps(comm.rank, comm.size, seg) +
-              _allgather_steps(comm.rank, comm.size, seg))
+              _allgather_steps(comm.rank, comm.size, seg), op)
     return work
 
 
-def reduce_scatter_ring(comm: Communicator, x: np.ndarray) -> np.ndarray:
-    """Rank r gets the sum of segment r."""
+def reduce_scatter_ring(comm: Communicator, x: np.ndarray, op=np.add) -> np.ndarray:
+    """Rank r gets the reduction (`op`, as allreduce_ring's) of segment r."""
     work = x.copy()
     seg = segments(len(x), comm.size)
     if comm.size > 1:
-        _ring(comm, work, _reduce_scatter_steps(comm.rank, comm.size, seg))
+        _ring(comm, work, _reduce_scatter_steps(comm.rank, comm.size, seg), op)
     return work[seg[comm.rank]].copy()
 
 

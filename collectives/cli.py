@@ -203,3 +203,86 @@ def train(topology, ranks, namespaces, fabricd, algos, epochs, batch, hidden, lr
     if not consistent(rows):
         raise click.ClickException("the ranks of a run ended an epoch with different "
                                    "parameters")
+
+
+@main.command()
+@click.option("--topology", type=click.Path(exists=True, dir_okay=False), required=True,
+              help="Topology file (controller/topologies): the ranks' hosts.")
+@click.option("--ranks", type=click.IntRange(2), help="The first N hosts [default: all].")
+@click.option("--netns", "namespaces", help="Comma-separated namespaces, one per rank.")
+@click.option("--fabricd", help="fabricd's address: it sets up the NetReduce and SwitchML jobs "
+                                "and the multicast group.")
+@click.option("--parallel", type=click.Choice(["ddp", "fsdp"]), default="ddp", show_default=True,
+              help="DistributedDataParallel or FullyShardedDataParallel.")
+@click.option("--model", type=click.Choice(["cnn", "mlp"]), default="cnn", show_default=True,
+              help="cnn: 217,546 parameters (bandwidth-bound); mlp: 2,410 (latency-bound).")
+@click.option("--algos", default="ring,netreduce,switchml", show_default=True,
+              help="DDP: comma-separated mlfabric all-reduce algorithms, one run each.")
+@click.option("--allgathers", default="ring,multicast", show_default=True,
+              help="FSDP: comma-separated Allgather algorithms, one run each.")
+@click.option("--reference/--no-reference", default=True, show_default=True,
+              help="First the same script on PyTorch's gloo over loopback (the reference).")
+@click.option("--epochs", type=click.IntRange(1), default=3, show_default=True)
+@click.option("--batch", type=click.IntRange(1), default=16, show_default=True,
+              help="Samples per rank per step (the global batch is ranks times this).")
+@click.option("--lr", type=click.FloatRange(0, min_open=True), default=0.05, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--link-mbps", type=click.FloatRange(0, min_open=True),
+              help="The fabric's link rate: the bound column, SwitchML's pool, multicast pace.")
+@click.option("--min-rto", type=click.FloatRange(0.001),
+              help="The RC transport's minimum retransmission timeout in s.")
+@click.option("--port", type=click.IntRange(1, 65534), default=18515, show_default=True,
+              help="TCP rendezvous port on rank 0 (torch's store: the next one).")
+@click.option("--trace-dir", type=click.Path(file_okay=False),
+              help="Keep the parameters and each rank's execution trace "
+                   "(<run>_et.<rank>.json) here.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default="out/torch.png",
+              show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Append the epoch rows here.")
+def torchrun(topology, ranks, namespaces, fabricd, parallel, model, algos, allgathers,
+             reference, epochs, batch, lr, seed, link_mbps, min_rto, port, trace_dir,
+             plot_path, out):
+    """Train a PyTorch model (DDP or FSDP) on the backend mlfabric, once per algorithm,
+    beside the same script on gloo; compare loss, accuracy, time per step."""
+    try:
+        from . import torch_launch
+        from .torch_tensors import ALLGATHER, ALLREDUCE
+        from .torch_train import TorchConfig
+    except ImportError as exc:
+        raise click.ClickException(f"torchrun needs PyTorch (pip install torch==2.13.0): "
+                                   f"{exc}") from None
+    hosts = _topology_hosts(topology, ranks)
+    ns_list = _split(namespaces)
+    if ns_list and len(ns_list) != len(hosts):
+        raise click.BadParameter(f"{len(ns_list)} namespaces for {len(hosts)} ranks",
+                                 param_hint="--netns")
+    algo_list, gather_list = _split(algos), _split(allgathers)
+    for given, known, hint in ((algo_list, ALLREDUCE, "--algos"),
+                               (gather_list, ALLGATHER, "--allgathers")):
+        bad = [a for a in given if a not in known]
+        if bad or not given:
+            raise click.BadParameter(f"unknown {bad}; choose from {list(known)}", param_hint=hint)
+    needs = set(algo_list) - {"ring", "halving-doubling"} if parallel == "ddp" else \
+        set(gather_list) - {"ring"}
+    if needs and not fabricd:
+        raise click.BadParameter(f"{sorted(needs)} need fabricd (it sets up their switches)",
+                                 param_hint="--fabricd")
+    cfg = TorchConfig(model=model, parallel=parallel, epochs=epochs, batch=batch, lr=lr,
+                      seed=seed)
+    try:
+        rows = torch_launch.torch_all(
+            [h.ip for h in hosts], [h.name for h in hosts], cfg, algo_list,
+            reference=reference, allgathers=gather_list, namespaces=ns_list or None,
+            fabricd=fabricd, link_mbps=link_mbps, port=port, out_dir=trace_dir,
+            transport={"min_rto": min_rto} if min_rto else None)
+    except (LaunchError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if out:
+        write_jsonl(rows, out)
+    click.echo(torch_launch.table(rows, link_mbps))
+    torch_launch.plot(rows, Path(plot_path), f"{model} {parallel} on {len(hosts)} ranks, "
+                                             f"{epochs} epochs, batch {batch} per rank")
+    click.echo(f"plot: {plot_path}")
+    if not torch_launch.consistent(rows):
+        raise click.ClickException("the ranks of a run ended an epoch with different "
+                                   "parameters")

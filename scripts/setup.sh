@@ -44,6 +44,10 @@ if [[ ! -f $stamp || "$(cat $stamp)" != "$want" ]]; then
             > .venv/pip.log 2>&1; then
         cat .venv/pip.log; echo "setup: pip install failed" >&2; exit 1
     fi
+    # PyTorch's CPU build for collectives' torch.distributed backend; without it the
+    # PyTorch tests skip, saying so
+    .venv/bin/pip install -q -e '.[torch]' >> .venv/pip.log 2>&1 \
+        || echo "setup: torch==2.13.0 (CPU) not installed: the PyTorch tests will skip"
     echo "$want" > $stamp
 else
     echo "setup: .venv up to date"

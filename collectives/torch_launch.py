@@ -1,0 +1,246 @@
+"""The launcher's side of a PyTorch training job (`python -m collectives torchrun`): the same
+script (collectives.torch_train: seed, data order, epochs) once on PyTorch's `gloo` over
+loopback, the reference, and once per mlfabric all-reduce (ring, NetReduce, SwitchML, each
+in-network job set up by fabricd and removed after it), or under FSDP once per Allgather
+(ring, multicast: a group fabricd sets up). Then the runs side by side: a table with each
+step's time, its all-reduce time and the link-rate bound of that all-reduce, and a PNG."""
+from __future__ import annotations
+
+import tempfile
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+
+import grpc
+import numpy as np
+
+from controller.proto import fabric_pb2 as api
+from controller.proto import fabric_pb2_grpc
+from fabricmodel import rocev2
+from figures import png
+from figures.text import format_table
+
+from . import switchml as sml
+from .launch import LaunchError, launch
+from .netreduce import PKT_BYTES
+from .torch_train import TorchConfig, make_model, parameters
+from .train_launch import allreduce_options
+
+HEADERS = rocev2.FRAME_OVERHEAD + rocev2.BTH_BYTES
+
+
+def allreduce_bound_s(algo: str, elements: int, ranks: int, link_mbps: float,
+                      mtu: int = 1024) -> float:
+    """The time one all-reduce of `elements` float32 takes at the hosts' link rate: the bytes
+    each rank must send (and receive) on its link. Ring and halving-doubling send 2(N-1)/N of
+    the vector; NetReduce and SwitchML the vector once (the switch returns the sum), in
+    packets of 1 KiB of int32 (NetReduce) or 32 values (SwitchML, 198-byte frames). NetReduce
+    over ring: N/(2(N-1)), 0.57 at 8 ranks."""
+    data = elements * 4
+    if algo in ("ring", "halving-doubling", "gloo"):
+        wire = 2 * (ranks - 1) / ranks * data * (1 + HEADERS / mtu)
+    elif algo == "netreduce":
+        wire = data * (1 + HEADERS / PKT_BYTES)
+    elif algo == "switchml":
+        wire = data * sml.FRAME_BYTES / (4 * sml.K)
+    else:
+        raise ValueError(f"no bound for all-reduce {algo!r}")
+    return wire * 8 / (link_mbps * 1e6)
+
+
+@contextmanager
+def multicast_group(fabricd: str | None, workers: list[str], name: str = "torch-fsdp"):
+    """A multicast group over the workers that fabricd installs for the run: its address."""
+    if not fabricd:
+        raise LaunchError("multicast Allgather needs fabricd's address (it installs the group)")
+    with grpc.insecure_channel(fabricd) as channel:
+        stub = fabric_pb2_grpc.FabricStub(channel)
+        try:
+            group = stub.CreateMulticastGroup(api.CreateMulticastGroupRequest(
+                name=name, members=workers), timeout=60)
+        except grpc.RpcError as err:
+            raise LaunchError(f"fabricd at {fabricd} did not create the multicast group: "
+                              f"{err.code().name}: {err.details()}") from None
+        try:
+            yield group.address
+        finally:
+            stub.DeleteMulticastGroup(api.NameRequest(name=name), timeout=60)
+
+
+def _interface_bytes(namespaces: list[str | None], ips: list[str]) -> int | None:
+    """Bytes the ranks' interfaces have sent so far (the fabric's host links), or None where
+    an address is on no interface of its namespace (ranks on loopback)."""
+    import subprocess
+
+    from .launch import interface_of
+    try:
+        places = {(interface_of(ip, ns), ns) for ip, ns in zip(ips, namespaces, strict=True)}
+    except LaunchError:
+        return None
+    total = 0
+    for dev, ns in places:
+        path = f"/sys/class/net/{dev}/statistics/tx_bytes"
+        cmd = ["ip", "netns", "exec", ns, "cat", path] if ns else ["cat", path]
+        total += int(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    return total
+
+
+def torch_all(ips: list[str], workers: list[str], cfg: TorchConfig, algos=("ring",), *,
+              reference: bool = True, allgathers=("ring",), namespaces=None,
+              fabricd: str | None = None, link_mbps: float | None = None,
+              transport: dict | None = None, port: int = 18515, out_dir: Path | None = None,
+              timeout: float = 1800.0, step_timeout: float = 120.0) -> list[dict]:
+    """The runs (gloo first when `reference`, then each all-reduce in `algos` or, under FSDP,
+    each Allgather in `allgathers`) on the ranks `ips` (hosts `workers`, rank order). Every
+    row carries `tx_bytes`, what the ranks' interfaces sent during its run, and, against the
+    first run, `max_param_diff` (parameters after the same epoch) and `step1_diff` (after the
+    first step)."""
+    namespaces = namespaces or [None] * len(ips)
+    runs: list[tuple[str, dict]] = []
+    if reference:
+        runs.append(("gloo", {"backend": "gloo"}))
+    if cfg.parallel == "ddp":
+        runs += [(a, {"backend": "mlfabric", "algo": a}) for a in algos]
+    else:
+        runs += [(f"fsdp-{g}", {"backend": "mlfabric", "allgather": g}) for g in allgathers]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="torch-") as tmp:
+        out = Path(out_dir or tmp)
+        out.mkdir(parents=True, exist_ok=True)
+        for tag, run in runs:
+            rows += _one(tag, run, ips, workers, cfg, namespaces, fabricd, link_mbps,
+                         transport, port, out, timeout, step_timeout)
+        first = runs[0][0]
+        for r in rows:
+            ref = np.load(out / f"{first}_params_epoch{r['epoch']}.npy")
+            r["max_param_diff"] = float(np.abs(np.load(
+                out / f"{r['tag']}_params_epoch{r['epoch']}.npy") - ref).max())
+            step1 = out / f"{r['tag']}_params_step1.npy"
+            if step1.exists():
+                ref1 = np.load(out / f"{first}_params_step1.npy")
+                r["step1_diff"] = float(np.abs(np.load(step1) - ref1).max())
+                top = max(x["grad_absmax"] for x in rows
+                          if x["tag"] == r["tag"] and "grad_absmax" in x)
+                r["step1_bound"] = step1_bound(r["algo"], r["ranks"], top, cfg.lr,
+                                               float(np.abs(ref1).max()))
+    return rows
+
+
+def _one(tag, run, ips, workers, cfg, namespaces, fabricd, link_mbps, transport, port, out,
+         timeout, step_timeout) -> list[dict]:
+    spec = run | {"tag": tag, "train": asdict(cfg)}
+    if run["backend"] == "gloo":
+        return launch(["127.0.0.1"] * len(ips), [spec], port=port, out_dir=out,
+                      timeout=timeout, program="collectives.torch_train")
+    link = {"link_mbps": link_mbps} if link_mbps else {}
+
+    def go(options: dict) -> list[dict]:
+        before = _interface_bytes(namespaces, ips)
+        got = launch(ips, [spec | {"options": options}], namespaces=namespaces,
+                     transport=transport, port=port, out_dir=out, timeout=timeout,
+                     step_timeout=step_timeout, program="collectives.torch_train")
+        after = _interface_bytes(namespaces, ips)
+        if before is None or after is None:
+            return got
+        return [r | {"tx_bytes": after - before} for r in got]
+
+    if run.get("allgather") == "multicast":
+        with multicast_group(fabricd, workers) as address:
+            return go({"multicast": {"group": address} | link})
+    algo = run.get("algo", "ring")
+    with allreduce_options(algo if algo in ("netreduce", "switchml") else "ring", fabricd,
+                           workers, link_mbps, name=f"torch-{tag}") as options:
+        return go({algo: options} if options else {})
+
+
+def step1_bound(algo: str, ranks: int, grad_absmax: float, lr: float,
+                param_absmax: float) -> float:
+    """How far a run's parameters after the first SGD step may be from the reference's
+    (gloo's): lr x the error of the summed gradient plus float32 rounding of the update.
+    Every rank adds x = its gradient / N, |x| <= M (`grad_absmax`, the largest over ranks).
+    The float32 sums of ring and gloo differ by at most 2 (N-1) roundings of partial sums
+    <= N M, 2 (N-1) N M 2^-24; NetReduce and SwitchML sum fixed point, within
+    N 2^(e + ceil(log2 N) - 31) of the exact sum for the block's exponent e, 2^e <= 2M:
+    M N 2^(ceil(log2 N) - 30), plus gloo's own rounding."""
+    n, m = ranks, grad_absmax
+    rounding = 2 * (n - 1) * n * m * 2.0 ** -24
+    fixed = m * n * 2.0 ** ((n - 1).bit_length() - 30) if algo in ("netreduce",
+                                                                   "switchml") else 0.0
+    return lr * (rounding + fixed) + 2 * param_absmax * 2.0 ** -24
+
+
+def _by_tag(rows: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in sorted((r for r in rows if r["rank"] == 0), key=lambda r: r["epoch"]):
+        out.setdefault(r["tag"], []).append(r)
+    return out
+
+
+def consistent(rows: list[dict]) -> bool:
+    """Every rank of each run ended every epoch with the same parameters (bit for bit)."""
+    digests: dict[tuple[str, int], set[str]] = {}
+    for r in rows:
+        digests.setdefault((r["tag"], r["epoch"]), set()).add(r["digest"])
+    return all(len(d) == 1 for d in digests.values())
+
+
+def _mean_ms(epochs: list[dict], key: str) -> float:
+    return float(np.mean([e[key] for e in epochs if e["steps"]])) * 1e3
+
+
+def table(rows: list[dict], link_mbps: float | None = None) -> str:
+    """One line per run: its last epoch, ms per step, the collectives' ms per step (DDP:
+    all-reduce; FSDP: Allgather and reduce-scatter) and, at `link_mbps`, the all-reduce's
+    bound per step; each accuracy against the first run's (gloo's, the reference)."""
+    runs = _by_tag(rows)
+    first = next(iter(runs.values()))[-1] if runs else None
+    model = make_model(first["config"]["model"]) if first else None
+    elements = parameters(model) if model else 0
+    lines = []
+    for tag, epochs in runs.items():
+        last = epochs[-1]
+        fsdp = last["config"]["parallel"] == "fsdp"
+        comm = (_mean_ms(epochs, "allgather_s") + _mean_ms(epochs, "reduce_scatter_s")
+                if fsdp else _mean_ms(epochs, "allreduce_s"))
+        algo = "gloo" if last["backend"] == "gloo" else last["algo"]
+        bound = (f"{allreduce_bound_s(algo, elements, last['ranks'], link_mbps) * 1e3:.1f}"
+                 if link_mbps and not fsdp and last["backend"] != "gloo" else "-")
+        lines.append([tag, last["config"]["parallel"], str(last["ranks"]), str(last["epoch"]),
+                      f"{last['train_loss']:.4f}", f"{last['test_accuracy'] * 100:.2f}",
+                      f"{(last['test_accuracy'] - first['test_accuracy']) * 100:+.2f}",
+                      f"{_mean_ms(epochs, 'step_s'):.1f}",
+                      f"{comm:.1f}" if last["backend"] != "gloo" else "-", bound,
+                      f"{last.get('tx_bytes', 0) / 1e6:.1f}" if "tx_bytes" in last else "-",
+                      f"{last.get('max_param_diff', 0):.1e}",
+                      f"{last['step1_diff']:.1e} <= {last['step1_bound']:.1e}"
+                      if "step1_diff" in last else "-"])
+    return format_table(["run", "parallel", "ranks", "epochs", "train loss", "test acc %",
+                         f"vs {next(iter(runs), '-')} (pp)", "ms/step", "ms collective/step",
+                         "bound ms", "MB sent", "max |param - ref|", "after step 1 (bound)"], lines)
+
+
+def plot(rows: list[dict], path: Path, title: str) -> None:
+    """Loss and test accuracy per epoch, one line per run, and the time per step (the
+    collectives and the rest)."""
+    runs = _by_tag(rows)
+    fig, (loss_ax, acc_ax, time_ax) = png.subplots(1, 3, figsize=(15, 4.5))
+    for i, (tag, epochs) in enumerate(runs.items()):
+        style = {"marker": "os^vD"[i % 5], "color": f"C{i}", "label": tag}
+        x = [e["epoch"] for e in epochs]
+        loss_ax.plot(x, [e["train_loss"] for e in epochs], **style)
+        acc_ax.plot(x, [e["test_accuracy"] * 100 for e in epochs], **style)
+    loss_ax.set(xlabel="epoch", ylabel="training loss (cross-entropy)", yscale="log")
+    acc_ax.set(xlabel="epoch", ylabel="test accuracy (%)")
+    for ax in (loss_ax, acc_ax):
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend()
+        ax.grid(alpha=0.3)
+    names = list(runs)
+    comm = [sum(_mean_ms(runs[t], k) for k in ("allreduce_s", "allgather_s",
+                                               "reduce_scatter_s")) for t in names]
+    rest = [_mean_ms(runs[t], "step_s") - c for t, c in zip(names, comm, strict=True)]
+    time_ax.bar(names, comm, color=[f"C{i}" for i in range(len(names))], label="collectives")
+    time_ax.bar(names, rest, bottom=comm, color="0.7", label="the rest of the step")
+    time_ax.set(ylabel="ms per step (rank 0, mean)")
+    time_ax.legend()
+    png.save(fig, path, suptitle=title)
