@@ -22,7 +22,7 @@ from sim.fabric import RECEIVERS, LinkSpec, Transport
 from sim.ideas import multicast_allgather
 from sim.ideas import netreduce as run_netreduce
 from sim.jobs import training
-from sim.train import trace, train
+from sim.train import read_trace, trace, train
 from sim.workloads import ALGORITHMS
 from workloads.generators import data_parallel
 from workloads.models import MODELS, Cluster
@@ -221,21 +221,24 @@ def report_failures(outcome: sweep.Outcome) -> None:
 @click.option("--train", "train_model", type=click.Choice(list(MODELS)),
               help="Training jobs instead of collectives: each job one DDP iteration of this "
               "model over --job-gpus GPUs, in vClos slices and shared under every policy.")
+@click.option("--trace-job", "trace_jobs", multiple=True, metavar="PREFIX",
+              help="A training job from a trace set (Chakra PREFIX.<rank>.et or PyTorch "
+              "PREFIX.<rank>.json), its own ranks; repeat for each job (instead of --train).")
 @click.option("--job-gpus", type=click.IntRange(1), default=64, show_default=True)
 @click.option("--gpus-per-host", type=click.IntRange(1), default=8, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out" / "sim", show_default=True)
 @sweep_options
 def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes, placement,
-                seed, gbps, delay_ns, train_model, job_gpus, gpus_per_host, out_dir, workers,
-                scheduler):
+                seed, gbps, delay_ns, train_model, trace_jobs, job_gpus, gpus_per_host, out_dir,
+                workers, scheduler):
     """Several jobs on one fabric, packet level: each job's CCT alone and with the others
     under hash ECMP and Ethereal (network-unaware placement) and in vClos slices; with
     --train, training iterations (sim/jobs/training.py)."""
     topo = fabric(topology, hosts, leaves)
-    if train_model:
-        return _train_jobs(topo, train_model, jobs, job_gpus, gpus_per_host, schemes,
-                           LinkSpec(gbps, delay_ns), out_dir, workers, scheduler)
+    if train_model or trace_jobs:
+        return _train_jobs(topo, train_model, trace_jobs, jobs, job_gpus, gpus_per_host,
+                           schemes, LinkSpec(gbps, delay_ns), out_dir, workers, scheduler)
     if jobs * ranks > len(topo.hosts):
         raise click.BadParameter(f"{jobs} jobs of {ranks} ranks do not fit {len(topo.hosts)} "
                                  "hosts", param_hint="--ranks")
@@ -272,20 +275,28 @@ def jobs_packet(hosts, leaves, topology, jobs, ranks, collective, size, schemes,
         raise SystemExit(1)
 
 
-def _train_jobs(topo, model, jobs, job_gpus, gpus_per_host, schemes, link, out_dir, workers,
-                scheduler) -> None:
-    try:
-        cluster = Cluster(job_gpus, gpus_per_host)
-    except ValueError as err:
-        raise click.BadParameter(str(err), param_hint="--job-gpus") from None
-    wl = data_parallel(model, cluster)
+def _train_jobs(topo, model, trace_jobs, jobs, job_gpus, gpus_per_host, schemes, link, out_dir,
+                workers, scheduler) -> None:
+    """Training jobs on one fabric: `jobs` generated DDP iterations of `model`, or one job
+    per trace set (sim/jobs/training.py)."""
+    if model and trace_jobs:
+        raise click.UsageError("--train and --trace-job exclude each other")
+    if trace_jobs:
+        wls = [read_trace(p, gpus_per_host) for p in trace_jobs]
+        what = " + ".join(w.name for w in wls)
+    else:
+        try:
+            cluster = Cluster(job_gpus, gpus_per_host)
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="--job-gpus") from None
+        wls = [data_parallel(model, cluster)] * jobs
+        what = f"{jobs} x {wls[0].name}, {job_gpus} GPUs each"
     given = schemes != ",".join(tenants.SCHEMES)
     chosen = args.names(schemes, training.SCHEMES, "scheme", "--schemes") if given else \
         list(training.SCHEMES)
-    rows = training.run_table(topo, [wl] * jobs, chosen, link, out_dir,
-                              f"{jobs} x {wl.name}, {job_gpus} GPUs each ({gpus_per_host} per "
-                              f"host), on {topo.name}, {link.gbps:g} Gb/s",
-                              workers=workers, scheduler=scheduler)
+    rows = training.run_table(topo, wls, chosen, link, out_dir,
+                              f"{what} ({gpus_per_host} GPUs per host), on {topo.name}, "
+                              f"{link.gbps:g} Gb/s", workers=workers, scheduler=scheduler)
     if not all(r["ok"] for r in rows):
         raise SystemExit(1)
 

@@ -251,6 +251,21 @@ def train(model, parallelism, gpus, host_kind, gpus_per_host, intra_gbs, policie
            f"host, {gbps:g} Gb/s per host, {seg // 1024} KiB segments")
 
 
+def read_trace(prefix, gpus_per_host=None, comm_groups=None) -> Workload:
+    """A trace set as a workload: PyTorch execution traces (PREFIX.<rank>.json) or Chakra
+    (PREFIX.<rank>.et); a bad one, or one whose ranks wait on each other, is a usage error."""
+    try:
+        if pytorch_et.is_trace(prefix):
+            wl = pytorch_et.read(prefix, gpus_per_host=gpus_per_host or 1,
+                                 flops_s=GPUS["a100"].peak_flops * EFFICIENCY)
+        else:
+            wl = chakra.read(prefix, gpus_per_host=gpus_per_host, comm_groups=comm_groups)
+        compute_bound(wl)               # ranks that wait on each other: refused here
+    except WorkloadError as err:
+        raise click.BadParameter(str(err), param_hint="PREFIX") from None
+    return wl
+
+
 @click.command()
 @click.argument("prefix")
 @click.option("--topology", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -275,15 +290,7 @@ def trace(prefix, topology, gpus_per_host, comm_groups, intra_gbs, policies, all
     """A trace set in the packet simulator: Chakra (PREFIX.<rank>.et, as ASTRA-sim names them) or PyTorch's
     execution traces (PREFIX.<rank>.json, from torch.profiler.ExecutionTraceObserver; compute
     timed from its matrix products at an A100's calibrated rate)."""
-    try:
-        if pytorch_et.is_trace(prefix):
-            wl = pytorch_et.read(prefix, gpus_per_host=gpus_per_host or 1,
-                                 flops_s=GPUS["a100"].peak_flops * EFFICIENCY)
-        else:
-            wl = chakra.read(prefix, gpus_per_host=gpus_per_host, comm_groups=comm_groups)
-        compute_bound(wl)               # ranks that wait on each other: refused here
-    except WorkloadError as err:
-        raise click.BadParameter(str(err), param_hint="PREFIX") from None
+    wl = read_trace(prefix, gpus_per_host, comm_groups)
     hosts = -(-wl.n // wl.gpus_per_host)
     try:
         topo = (load(topology) if topology

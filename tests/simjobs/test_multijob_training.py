@@ -58,3 +58,19 @@ def test_multijob_training_cli(tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "jobs-packet-train.jsonl").read_text().splitlines()]
     assert {r["scheme"] for r in rows} == {"vclos", "ecmp"} and all(r["ok"] for r in rows)
     assert "shared links" in res.output
+
+
+def test_multijob_traces_each_with_its_own_ranks(tmp_path):
+    from workloads import chakra
+    for name in ("a", "b"):
+        chakra.write(jobs()[0], tmp_path / name / "job")
+    res = CliRunner().invoke(main, ["jobs-packet", "--trace-job", str(tmp_path / "a" / "job"),
+                                    "--trace-job", str(tmp_path / "b" / "job"),
+                                    "--gpus-per-host", "1", "--hosts", "16", "--leaves", "4",
+                                    "--gbps", "100", "--schemes", "vclos", "--out",
+                                    str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(x) for x in (tmp_path / "out" / "jobs-packet-train.jsonl").read_text()
+            .splitlines()]
+    assert [r["gpus"] for r in rows] == [6, 6]
+    assert all(r["ok"] and r["together_s"] <= 1.05 * r["alone_s"] for r in rows)
