@@ -7,7 +7,8 @@
    halving-doubling at 1 MiB per rank; hash ECMP, spraying, REPS and Ethereal; with and
    without a failed link), with the per-run events and wall times;
 3. the same table at 1,024 hosts in one process and on a local Dask cluster of 2 workers;
-4. the CPU time per simulated data packet of the 128-host 1 MiB all-to-all under hash ECMP
+4. the CPU time per simulated data packet of the 128-host all-to-all of 1 MiB per flow under
+   hash ECMP
    (process CPU over the run, ACKs and retransmissions included in the work, divided by the
    data packets sent), beside htsim's when `--htsim-us-per-packet` gives it (docs/simulator.md
    measures it the same way).
@@ -85,10 +86,11 @@ def per_run(rows: list[dict]) -> str:
 
 
 def cpu_per_packet(hosts: int) -> tuple[float, dict]:
-    """Microseconds of process CPU per data packet sent, the 1 MiB all-to-all under ECMP, on
-    a leaf-spine of 8 hosts per leaf and 8 spines (htsim's 16x8 at 128 hosts)."""
+    """Microseconds of process CPU per data packet sent, the all-to-all of 1 MiB per flow
+    under ECMP (htsim's figure is for the same flows), on a leaf-spine of 8 hosts per leaf and
+    8 spines (htsim's 16x8 at 128 hosts)."""
     topo = leaf_spine(hosts // 8, 8, 8)
-    run = Run(topo, "all-to-all", 1 << 20, "ecmp", link=LinkSpec(400, 500))
+    run = Run(topo, "all-to-all", (hosts - 1) << 20, "ecmp", link=LinkSpec(400, 500))
     cpu = time.process_time()
     row = run.run()
     return (time.process_time() - cpu) * 1e6 / row["packets"], row
@@ -146,7 +148,8 @@ def main() -> None:
           f"wall")
 
     us, row = cpu_per_packet(small)
-    line = (f"CPU per simulated data packet ({small}-host 1 MiB all-to-all, ecmp): {us:.3f} us "
+    line = (f"CPU per simulated data packet ({small}-host all-to-all, 1 MiB per flow, ecmp): "
+            f"{us:.3f} us "
             f"({row['packets']:,} data packets, {row['events'] / row['packets']:.1f} events each)")
     if args.htsim_us_per_packet:
         line += (f"; htsim {args.htsim_us_per_packet:.3f} us: "
