@@ -1,8 +1,11 @@
-"""`python -m p4switch.bmv2json.compare PROG.p4 PROG.json ...`: loads each program from its P4
-source and from its BMv2 JSON, gives both the same random table entries, action profile
-members and groups, multicast groups and clone sessions (through the Switch API, by the P4Info
-names of the source), sends both the same frames, and reports whether every output packet,
-digest, counter and register agrees."""
+"""`python -m p4switch.bmv2json.compare PROG.p4 ...`: loads each program from its P4 source and
+from the BMv2 JSON beside it, gives both the same random table entries, action profile members
+and groups, multicast groups and clone sessions (through the Switch API, by the P4Info names of
+the source), sends both the same frames, and reports whether every output packet, digest,
+counter and register agrees.
+
+`--written`: the JSON is instead the one `p4switch compile --bmv2-json` writes, read back and
+run on the STF test beside the program (PROG.stf) when the source passes it."""
 from __future__ import annotations
 
 import random
@@ -128,11 +131,52 @@ def compare(p4_path, json_path, backend="python", seed=1) -> str | None:
     return None
 
 
+def written(p4_path, backend="python", dialect="p4switch") -> str:
+    """'pass', 'source fails', 'refused: ...' or 'FAILS: ...' for a program written as JSON."""
+    import json
+
+    from p4switch import _switch, bmv2json, frontend, p4info, parse, stf
+    from p4switch.bmv2json.write import CannotWrite, write
+    stf_path = p4_path[:-3] + ".stf"
+    source = parse.preprocess(p4_path)
+    prog = frontend.compile_source(source, p4_path)
+    info = p4info.build(prog)
+    if not stf.run_stf(p4_path, stf_path, sw=_switch(backend)(prog, info), dialect=dialect).passed:
+        return "source fails"
+    try:
+        doc = write(source)
+    except CannotWrite as exc:
+        return f"refused: {exc}"
+    sw = _switch(backend)(bmv2json.load_bytes(json.dumps(doc).encode(), info), info)
+    result = stf.run_stf(p4_path, stf_path, sw=sw, dialect=dialect)
+    return "pass" if result.passed else "FAILS: " + result.report.splitlines()[0]
+
+
+def written_main(programs, backend, dialect):
+    counts: dict[str, int] = {}
+    for p4 in programs:
+        try:
+            verdict = written(p4, backend, dialect)
+        except Exception as exc:    # the source does not compile or its STF does not parse
+            verdict = f"source fails ({type(exc).__name__})"
+        kind = verdict.split(":")[0].split(" (")[0]
+        counts[kind] = counts.get(kind, 0) + 1
+        click.echo(f"{verdict[:160]}  {p4}")
+    click.echo(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
+    sys.exit(1 if counts.get("FAILS") else 0)
+
+
 @click.command()
 @click.argument("pairs", nargs=-1, required=True)
 @click.option("--backend", default="python", type=click.Choice(["python", "native"]))
-def main(pairs, backend):
-    """PAIRS: PROG.p4 files, each beside its PROG.json."""
+@click.option("--written", "use_writer", is_flag=True,
+              help="write each program with the writer and run its STF test from the JSON")
+@click.option("--dialect", default="p4switch", type=click.Choice(["p4switch", "p4c"]),
+              help="STF dialect with --written")
+def main(pairs, backend, use_writer, dialect):
+    """PAIRS: PROG.p4 files, each beside its PROG.json (or, with --written, its PROG.stf)."""
+    if use_writer:
+        written_main(pairs, backend, dialect)
     same = 0
     for p4 in pairs:
         json_path = p4[:-3] + ".json"
