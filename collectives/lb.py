@@ -225,20 +225,20 @@ class Ethereal(Policy):
         for hop in sub.path.hops:
             group = routing.group(hop.src, dst.leaf)
             if len(group) > 1:
-                fwd.append((len(group), group.index(hop)))
+                fwd.append((len(group), group.index(hop), hashing.switch_salt(hop.src)))
             back = Hop(hop.dst, hop.dst_port, hop.src, hop.src_port, hop.link)
             group = routing.group(back.src, src.leaf)
             if len(group) > 1:
                 if back not in group:
                     return sub.sport
-                rev.append((len(group), group.index(back)))
+                rev.append((len(group), group.index(back), hashing.switch_salt(back.src)))
         span = rocev2.SPORT_MAX - rocev2.SPORT_MIN + 1
         for k in range(ACK_PORT_TRIES):          # about 1 in (group sizes) ports fits
             sport = rocev2.SPORT_MIN + (sub.sport - rocev2.SPORT_MIN + k) % span
             if all(hashing.ecmp_member(src.ip, dst.ip, rocev2.UDP, sport, rocev2.ROCEV2_PORT,
-                                       n) == m for n, m in fwd) and \
+                                       n, salt) == m for n, m, salt in fwd) and \
                     all(hashing.ecmp_member(dst.ip, src.ip, rocev2.UDP, echo_sport(sport),
-                                            rocev2.ROCEV2_PORT, n) == m for n, m in rev):
+                                            rocev2.ROCEV2_PORT, n, salt) == m for n, m, salt in rev):
                 return sport
         return sub.sport
 

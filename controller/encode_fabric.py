@@ -47,6 +47,13 @@ def port_liveness(plan: SwitchPlan) -> TableEntry:
                       {"ports": dead}, default=True)
 
 
+def ecmp_salt(plan: SwitchPlan) -> TableEntry:
+    """The switch's ECMP salt, a default action: the model's paths (fabricmodel.hashing)
+    assume it, and a write changes it without recompiling fabric.p4."""
+    return TableEntry("FabricIngress.ecmp_salt", {}, "FabricIngress.set_ecmp_salt",
+                      {"salt": plan.ecmp_salt}, default=True)
+
+
 def loss_threshold(rate: float) -> int:
     """fabric.p4 drops a replica when a 16-bit random draw is below this."""
     return min(0xFFFF, round(rate * 0x10000))
@@ -56,6 +63,7 @@ def switch_state(topo: Topology, plan: SwitchPlan) -> State:
     state = State()
     entries = state.table_entries
     entries.append(port_liveness(plan))
+    entries.append(ecmp_salt(plan))
     me = topo.switch(plan.name)
     for port in sorted(topo.ports(plan.name)):
         entries.append(TableEntry("FabricEgress.port_mac", {"standard_metadata.egress_port": port},

@@ -1,5 +1,6 @@
 """From the intent to what every switch must do, in the fabric's own terms (routes, groups,
-pins, slices, multicast trees, aggregation jobs, port liveness, ECN thresholds).
+pins, slices, multicast trees, aggregation jobs, port liveness, the ECMP hash's salt, ECN
+thresholds).
 
 `plan_switches(intent)` is pure and target-independent; `encode_fabric` encodes it as
 fabric.p4 entries. `intended_states(intent, schema)` chains the two: the whole desired state
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 
 from controller import multicast, netreduce
 from controller.intent import GroupIntent, Intent, IntentError, JobIntent
+from fabricmodel import hashing
 from fabricmodel.routing import Route
 from fabricmodel.topology import Topology
 
@@ -70,6 +72,7 @@ class SwitchPlan:
     netreduce: list[tuple] = field(default_factory=list)   # (table entries, PRE groups) per job
     ports_up: dict[int, bool] = field(default_factory=dict)
     ecmp_mode: str = "hash"
+    ecmp_salt: int = 0                 # the hash's bit offset (fabricmodel.hashing.switch_salt)
     ecn_threshold: dict[int, int] = field(default_factory=dict)     # packets queued
     ecn_delay_us: dict[int, int] = field(default_factory=dict)      # or queueing delay
 
@@ -109,7 +112,8 @@ def group_tree(intent: Intent, members, slice_id: int, extra_leaves=(),
 
 def plan_switches(intent: Intent) -> dict[str, SwitchPlan]:
     topo = intent.topo
-    plans = {name: SwitchPlan(name, ecmp_mode=intent.ecmp_mode) for name in topo.switches}
+    plans = {name: SwitchPlan(name, ecmp_mode=intent.ecmp_mode,
+                              ecmp_salt=hashing.switch_salt(name)) for name in topo.switches}
     for sid, route in _routes(intent):
         plans[route.switch].routes.append(RouteEntry(
             sid, route.prefix, tuple(_next_hop(topo, route.switch, p) for p in route.ports)))

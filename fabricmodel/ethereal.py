@@ -95,8 +95,9 @@ class EtherealRank:
     returns them as columns (`RankPlan`); `plan` is the same for `Flow` objects and returns
     `SubFlow`s. Per destination leaf the round-robin is array arithmetic; a source port is a
     table lookup: the switches' crc32 is affine, so crc(src, dst, sport) is crc(src, dst)
-    xor a per-port term, and for a power-of-two group the member depends on the low bits of
-    that xor alone (`_PortTables`)."""
+    xor a per-port term, and for a power-of-two group the member is a few bits of that xor
+    (the switch's salt says which), so one path's hashed hops are one mask and value over
+    the CRC (`_PortTables`)."""
 
     def __init__(self, topo: Topology, host: str, *, routing: Routing | None = None,
                  seed: int | None = None, mtu: int = DEFAULT_MTU,
@@ -120,7 +121,7 @@ class EtherealRank:
         self._tor_base: dict[str, int] = {}
         self._tor_ids: dict[str, np.ndarray] = {}   # ids in this rank's shuffled order
         self._steer: list[_Steer] = []
-        self._steer_parts: list[np.ndarray] = []    # per destination leaf: (modulus, member,
+        self._steer_parts: list[np.ndarray] = []    # per destination leaf: (mask, value,
         self._steer_cols = np.zeros((3, 0), dtype=np.int64)  # steered) of its paths, by id
         self._load = np.zeros(0, dtype=np.int64)
         # source ports given per destination rank: the first in arrays, any more in dicts
@@ -293,13 +294,13 @@ class EtherealRank:
         dst, pid = plan.dst[rows], plan.path[rows]
         if self._steer_cols.shape[1] != len(self._steer):
             self._steer_cols = np.concatenate(self._steer_parts, axis=1)
-        steer_g, steer_m = self._steer_cols[0][pid], self._steer_cols[1][pid]
+        steer_mask, steer_value = self._steer_cols[0][pid], self._steer_cols[1][pid]
         # a table lookup serves a destination this rank has given no port yet and that this
         # arrival sends to once; the rest take the general search, in plan order
         once = np.bincount(dst, minlength=len(self._first_sport))[dst] == 1
-        fast = once & (self._first_sport[dst] < 0) & (steer_g > 0)
-        port = self._ports.lowest(self._base ^ self._hosts.crc[dst[fast]], steer_g[fast],
-                                  steer_m[fast])
+        fast = once & (self._first_sport[dst] < 0) & (steer_mask >= 0)
+        port = self._ports.lowest(self._base ^ self._hosts.crc[dst[fast]], steer_mask[fast],
+                                  steer_value[fast])
         found = port >= 0
         done = rows[fast][found]
         plan.sport[done] = port[found]
@@ -332,33 +333,35 @@ class EtherealRank:
 
     def _search(self, dst: int, pid: int) -> tuple[int, int]:
         """A source port steering the longest possible prefix of the hops; how many it steers.
-        Switches apply the same hash, so groups of equal size at two hops can conflict."""
+        Two hops whose salts read overlapping CRC bits can ask for different values of a
+        shared bit: then no port steers both, and the later hop gets a pin."""
         taken = self._taken(dst, pid)
         steer = self._steer[pid]
         key = self._base ^ int(self._hosts.crc[dst])
-        if steer.modulus > 0:
-            # the longest compatible prefix is one power-of-two condition: its ports, in order
-            for port in self._ports.ports_for(key, steer.modulus, steer.member):
+        if steer.mask >= 0:
+            # the longest consistent prefix is one condition on CRC bits: its ports, in order
+            for port in self._ports.ports_for(key, steer.mask, steer.value):
                 if port not in taken:
                     return port, steer.steered
         choices = steer.choices
         crc = self._ports.crcs(key)
+        members = {}
         for steered in range(len(choices), 0, -1):
-            want = [(size, member) for _, size, member in choices[:steered]]
-            if _compatible(want):
-                ok = np.ones(len(crc), dtype=bool)
-                for size, member in want:
-                    ok &= crc % size == member
-                for k in np.flatnonzero(ok):
-                    if rocev2.SPORT_MIN + int(k) not in taken:
-                        return rocev2.SPORT_MIN + int(k), steered
+            ok = np.ones(len(crc), dtype=bool)
+            for _, size, member, salt in choices[:steered]:
+                if (size, salt) not in members:
+                    members[size, salt] = _windows(crc, salt) % size
+                ok &= members[size, salt] == member
+            for k in np.flatnonzero(ok):
+                if rocev2.SPORT_MIN + int(k) not in taken:
+                    return rocev2.SPORT_MIN + int(k), steered
         return next(p for p in range(rocev2.SPORT_MIN, rocev2.SPORT_MAX + 1)
                     if p not in taken), 0
 
     def _pins(self, dst: int, pid: int, sport: int, steered: int) -> tuple[PinEntry, ...]:
         dst_ip = self._hosts.ips[dst]
         return tuple(PinEntry(hop.src, self.host.ip, dst_ip, sport, self.dport, hop.src_port)
-                     for k, (hop, _, _) in enumerate(self._steer[pid].choices)
+                     for k, (hop, _, _, _) in enumerate(self._steer[pid].choices)
                      if self.pin_all or k >= steered)
 
     # ---- failures -----------------------------------------------------------------------
@@ -467,13 +470,14 @@ class _Columns:
 
 @dataclass(frozen=True)
 class _Steer:
-    """How a source port steers one path: its hashed hops (hop, group size, member), and the
-    longest prefix of them one port can steer whose moduli are all powers of two, as one
-    condition (member modulo the largest); modulus 0 when no such table lookup applies."""
+    """How a source port steers one path: its hashed hops (hop, group size, member, salt),
+    and the longest prefix of them one port can steer that is a condition on CRC bits (all
+    groups powers of two, no bit asked for both values) as a mask and value; mask -1 when
+    no such table lookup applies."""
     choices: tuple
     steered: int
-    modulus: int
-    member: int
+    mask: int
+    value: int
 
 
 def _shuffled(rng: random.Random, n: int) -> list[int]:
@@ -495,7 +499,7 @@ def _shuffled(rng: random.Random, n: int) -> list[int]:
 
 class _RouteCache:
     """What every rank planning on one Routing shares: each path's steering, as objects and
-    as columns (modulus, member, steered) for the planner's arrays."""
+    as columns (mask, value, steered) for the planner's arrays."""
 
     def __init__(self) -> None:
         self._steer: dict[tuple[str, str], tuple[list[_Steer], np.ndarray]] = {}
@@ -505,7 +509,7 @@ class _RouteCache:
         key = (src_leaf, tor)
         if key not in self._steer:
             steer = [_steering(routing, p, tor) for p in routing.paths(src_leaf, tor)]
-            cols = np.array([[st.modulus for st in steer], [st.member for st in steer],
+            cols = np.array([[st.mask for st in steer], [st.value for st in steer],
                              [st.steered for st in steer]], dtype=np.int64).reshape(3, -1)
             self._steer[key] = (steer, cols)
         return self._steer[key]
@@ -526,15 +530,26 @@ def _steering(routing: Routing, path: Path, tor: str) -> _Steer:
     for hop in path.hops:
         group = routing.group(hop.src, tor)
         if len(group) > 1:
-            choices.append((hop, len(group), group.index(hop)))
-    for steered in range(len(choices), 0, -1):
-        want = [(size, member) for _, size, member in choices[:steered]]
-        if _compatible(want):
-            if all(size & (size - 1) == 0 for size, _ in want):
-                size, member = max(want)
-                return _Steer(tuple(choices), steered, size, member)
-            return _Steer(tuple(choices), steered, 0, 0)
-    return _Steer(tuple(choices), 0, 1 if not choices else 0, 0)
+            choices.append((hop, len(group), group.index(hop), hashing.switch_salt(hop.src)))
+    if any(size & (size - 1) for _, size, _, _ in choices):
+        return _Steer(tuple(choices), 0, -1, 0)       # a modulo that is no bit selection
+    mask = value = 0
+    for steered, (_, size, member, salt) in enumerate(choices):
+        bits = _bits(size.bit_length() - 1, member, salt)
+        if (value ^ bits[1]) & mask & bits[0]:
+            return _Steer(tuple(choices), steered, mask, value)
+        mask, value = mask | bits[0], value | bits[1]
+    return _Steer(tuple(choices), len(choices), mask, value)
+
+
+def _bits(k: int, member: int, salt: int) -> tuple[int, int]:
+    """The CRC bits (mask, value) a switch with `salt` reads member `member` of 2^k from."""
+    mask = value = 0
+    for j in range(k):
+        at = (salt + j) % 32
+        mask |= 1 << at
+        value |= (member >> j & 1) << at
+    return mask, value
 
 
 @dataclass(frozen=True)
@@ -569,9 +584,10 @@ def _hosts(topo: Topology) -> _Hosts:
 class _PortTables:
     """crc32 over fabric.p4's 13-byte key is affine: for keys of one length,
     crc(a ^ b) = crc(a) ^ crc(b) ^ crc(0). So crc(src, dst, UDP, sport, dport) =
-    base(src, dport) ^ dst_term(dst) ^ port_term(sport), each computed once. For a group of
-    2^k members the member is the low k bits, so the lowest port landing on member m is the
-    first port whose port_term has low bits m ^ (base ^ dst_term): a lookup per (2^k, bits)."""
+    base(src, dport) ^ dst_term(dst) ^ port_term(sport), each computed once. A switch with
+    salt s and a group of 2^k members picks CRC bits s .. s+k-1 (cyclically), so the ports
+    steering a path's hashed hops are those with (port_term & mask) == value ^ (key & mask)
+    for one mask and value over the CRC: a sorted table per mask answers that."""
     _instance: _PortTables | None = None
 
     def __init__(self) -> None:
@@ -579,8 +595,7 @@ class _PortTables:
         ports = range(rocev2.SPORT_MIN, rocev2.SPORT_MAX + 1)
         self.port_term = np.array([zlib.crc32(struct.pack("!IIBHH", 0, 0, 0, p, 0)) ^ zero
                                    for p in ports], dtype=np.uint64)
-        self._first: dict[int, np.ndarray] = {}
-        self._by_low: dict[int, list[list[int]]] = {}
+        self._by_mask: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._dst_basis = np.array([zlib.crc32(struct.pack("!IIBHH", 0, 1 << b, 0, 0, 0)) ^ zero
                                     for b in range(32)], dtype=np.uint64)
 
@@ -605,46 +620,38 @@ class _PortTables:
         """The crc of every port's key, in port order, given base ^ dst_term."""
         return (np.uint64(key_crc) ^ self.port_term).astype(np.int64)
 
-    def lowest(self, key_crc: np.ndarray, modulus: np.ndarray, member: np.ndarray) -> np.ndarray:
-        """Per row, the lowest port whose crc modulo `modulus` (a power of two) is `member`;
-        -1 where none is."""
+    def lowest(self, key_crc: np.ndarray, mask: np.ndarray, value: np.ndarray) -> np.ndarray:
+        """Per row, the lowest port whose crc has `value` under `mask`; -1 where none has."""
         out = np.full(len(key_crc), -1, dtype=np.int64)
-        for g in np.unique(modulus):
-            rows = np.flatnonzero(modulus == g)
-            first = self._first_ports(int(g))
-            want = (member[rows] ^ (key_crc[rows].astype(np.int64) & (int(g) - 1)))
-            out[rows] = first[want]
+        for m in np.unique(mask):
+            rows = np.flatnonzero(mask == m)
+            terms, ports = self._table(int(m))
+            want = value[rows] ^ (key_crc[rows].astype(np.int64) & int(m))
+            at = np.minimum(np.searchsorted(terms, want), len(terms) - 1)
+            hit = terms[at] == want
+            out[rows[hit]] = ports[at[hit]]
         return out
 
-    def ports_for(self, key_crc: int, modulus: int, member: int) -> list[int]:
-        """Every port whose crc modulo `modulus` (a power of two) is `member`, ascending."""
-        by_low = self._by_low.get(modulus)
-        if by_low is None:
-            low = (self.port_term & np.uint64(modulus - 1)).astype(np.int64)
-            order = np.argsort(low, kind="stable") + rocev2.SPORT_MIN
-            cuts = np.searchsorted(low[order - rocev2.SPORT_MIN], np.arange(modulus + 1))
-            by_low = self._by_low[modulus] = [order[a:b].tolist()
-                                              for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
-        return by_low[member ^ (key_crc & (modulus - 1))]
+    def ports_for(self, key_crc: int, mask: int, value: int) -> list[int]:
+        """Every port whose crc has `value` under `mask`, ascending."""
+        terms, ports = self._table(mask)
+        want = value ^ (key_crc & mask)
+        return ports[np.searchsorted(terms, want):np.searchsorted(terms, want, "right")].tolist()
 
-    def _first_ports(self, g: int) -> np.ndarray:
-        if g not in self._first:
-            low = (self.port_term & np.uint64(g - 1)).astype(np.int64)
-            first = np.full(g, -1, dtype=np.int64)
-            values, index = np.unique(low, return_index=True)
-            first[values] = index + rocev2.SPORT_MIN
-            self._first[g] = first
-        return self._first[g]
+    def _table(self, mask: int) -> tuple[np.ndarray, np.ndarray]:
+        """port_term & mask sorted, and the ports in that order (ascending among equals)."""
+        if mask not in self._by_mask:
+            terms = (self.port_term & np.uint64(mask)).astype(np.int64)
+            order = np.argsort(terms, kind="stable")
+            self._by_mask[mask] = (terms[order], order + rocev2.SPORT_MIN)
+        return self._by_mask[mask]
 
 
-def _compatible(choices: list[tuple[int, int]]) -> bool:
-    """Whether some integer has residue m modulo g for every (g, m) (Chinese remainders),
-    with a modulus small enough that the 16,384 RoCE source ports contain several such ports."""
-    for i, (g1, m1) in enumerate(choices):
-        for g2, m2 in choices[i + 1:]:
-            if m1 % math.gcd(g1, g2) != m2 % math.gcd(g1, g2):
-                return False
-    return math.lcm(*(g for g, _ in choices)) <= 4096 if choices else True
+def _windows(crc: np.ndarray, salt: int) -> np.ndarray:
+    """hashing.salted_window over an array of CRCs."""
+    c = crc.astype(np.uint64)
+    return (((c << np.uint64(32)) | c) >> np.uint64(salt)).astype(np.int64) & (
+        (1 << hashing.WINDOW_BITS) - 1)
 
 
 def split_descriptors(subflows: list[SubFlow], topo: Topology) -> list[SplitDescriptor]:

@@ -46,13 +46,14 @@ def max_load(topo: Topology, loads: Loads, fabric_only: bool = True) -> float:
 
 def ecmp_path(routing: Routing, src_ip: str, dst_ip: str, sport: int, dport: int,
               src_leaf: str, dst_leaf: str) -> list[Hop]:
-    """The hops a packet takes when every switch hashes it (as fabric.p4 does)."""
+    """The hops a packet takes when every switch hashes it with its salt (as fabric.p4 does)."""
     hops, node = [], src_leaf
     while node != dst_leaf:
         group = routing.group(node, dst_leaf)
         if not group:
             raise RuntimeError(f"{node} has no route to {dst_leaf}")
-        hop = group[hashing.ecmp_member(src_ip, dst_ip, rocev2.UDP, sport, dport, len(group))]
+        hop = group[hashing.ecmp_member(src_ip, dst_ip, rocev2.UDP, sport, dport, len(group),
+                                        hashing.switch_salt(node))]
         hops.append(hop)
         node = hop.dst
     return hops

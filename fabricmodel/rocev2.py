@@ -5,6 +5,7 @@ the controller steers by them, and `p4src/include/headers.p4` parses them (see
 UDP = 17                      # IP protocol number of RoCEv2's UDP
 ROCEV2_PORT = 4791            # IANA UDP destination port of RoCEv2
 SPORT_MIN, SPORT_MAX = 0xC000, 0xFFFF   # source ports (the ECMP entropy) NICs pick from
+SPORT_MASK = SPORT_MAX ^ SPORT_MIN      # the 14 bits of a source port that vary
 
 # IBTA opcodes, RC transport (0x00-0x1F)
 SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY = 0x00, 0x01, 0x02, 0x04

@@ -262,11 +262,33 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
         size = 65536;
     }
 
-    /* meta.ecmp_member in 0 .. size-1, by the group's mode (unknown modes hash). */
+    /* ---- the ECMP hash's salt ---- */
+    /* A bit offset into the CRC, per switch: one keyless table whose default action the
+     * controller sets (fabricmodel.hashing.switch_salt). crc32 is affine, so a salt mixed
+     * into the hashed bytes would only XOR a constant into the CRC and every tier would
+     * still split flows alike (hash polarization); another offset reads other CRC bits. */
+    action set_ecmp_salt(bit<5> salt) {
+        meta.ecmp_salt = salt;
+    }
+
+    table ecmp_salt {
+        actions = { set_ecmp_salt; }
+        default_action = set_ecmp_salt(0);
+    }
+
+    /* meta.ecmp_member in 0 .. size-1, by the group's mode (unknown modes hash): the 16 CRC
+     * bits from bit ecmp_salt on (cyclically) modulo the size. The first hash keeps all 32
+     * bits (a modulus of 2^32); the identity hash does the modulo, as v1model has no `%`
+     * of run-time values that every p4c release accepts. */
     action select_by_hash() {
-        hash(meta.ecmp_member, HashAlgorithm.crc32, (bit<16>)0,
+        bit<32> crc;
+        hash(crc, HashAlgorithm.crc32, (bit<32>)0,
              { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
                meta.l4_sport, meta.l4_dport },
+             (bit<64>)ECMP_CRC_RANGE);
+        bit<64> twice = crc ++ crc;
+        bit<16> window = (bit<16>)(twice >> meta.ecmp_salt);
+        hash(meta.ecmp_member, HashAlgorithm.identity, (bit<16>)0, { window },
              meta.ecmp_group_size);
     }
 
@@ -284,6 +306,7 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
         } else {
             slice_classify.apply();
             port_liveness.apply();
+            ecmp_salt.apply();
         }
 
         /* In-network aggregation on the leaf that holds the job; elsewhere (table miss) the

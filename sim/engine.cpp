@@ -4,8 +4,9 @@
 // fabricmodel/rocev2.py), and driven from Python through the C functions at the end (mls_*).
 //
 // Links are a FIFO per sending port, a busy line and a propagation delay (store and forward).
-// Switches (leaf/spine/agg/core) forward a packet by a pin entry if one matches, else crc32 over
-// the 5-tuple modulo the ECMP group (as p4src/fabric.p4); they replicate multicast along a
+// Switches (leaf/spine/agg/core) forward a packet by a pin entry if one matches, else by crc32
+// over the 5-tuple, the 16 bits of it at the switch's salt, modulo the ECMP group (as
+// p4src/fabric.p4 and fabricmodel/hashing.py); they replicate multicast along a
 // tree, aggregate in-network (NetReduce) and mark ECN at egress (RED-like ramp). With PFC on,
 // a switch has one shared buffer: an ingress port's bytes of the data priority are held to a
 // dynamic threshold (a fraction of the free buffer); past it the port sends PAUSE upstream,
@@ -137,6 +138,11 @@ inline uint32_t ecmp_hash(uint32_t src, uint32_t dst, uint8_t proto, uint16_t sp
   return crc32(k, 13);
 }
 
+// The 16 bits of `crc` that start at bit `salt`, cyclically (fabricmodel.hashing.salted_window).
+inline uint16_t salted_window(uint32_t crc, uint8_t salt) {
+  return uint16_t((uint64_t(crc) << 32 | crc) >> salt);
+}
+
 // A pin entry's match: src, dst, sport (UDP to ROCEV2_PORT).
 struct PinKey {
   uint32_t src, dst;
@@ -260,6 +266,7 @@ class Fabric {
     pins_.emplace_back();
     host_port_.emplace_back();
     node_ip_.push_back(ip);
+    salt_.push_back(0);
     buffer_used_.push_back(0);
     nic_.emplace_back();
     return idx;
@@ -280,6 +287,7 @@ class Fabric {
     pins_[sw][PinKey{src, dst, sport}] = port;
   }
   void fail_port(int node, int port) { links_[ports_[node][port]].failed = true; }
+  void set_salt(int sw, uint8_t salt) { salt_[sw] = salt & 31; }   // fabric.p4's bit<5>
   // The data packet sent onto (node, port) after `after` more is lost (an injected loss).
   void lose_one(int node, int port, int64_t after) { links_[ports_[node][port]].lose_in = after; }
   // A collective: its ranks are host node indices; each gets its steps, then is started.
@@ -751,7 +759,8 @@ class Fabric {
     }
     const auto& ports = groups_[sw][dl];
     if (ports.size() == 1) return ports[0];
-    return ports[ecmp_hash(h.src, h.dst, h.proto, h.sport, h.dport) % ports.size()];
+    return ports[salted_window(ecmp_hash(h.src, h.dst, h.proto, h.sport, h.dport), salt_[sw]) %
+                 ports.size()];
   }
 
   // `h` is the header the copies carry (p's own, or an aggregation result's).
@@ -1158,6 +1167,7 @@ class Fabric {
   std::vector<std::unordered_map<uint32_t, int>> host_port_;
   std::vector<std::unordered_map<PinKey, int, PinHash>> pins_;
   std::vector<uint32_t> node_ip_;
+  std::vector<uint8_t> salt_;               // per switch: its ECMP salt (fabricmodel.hashing)
   std::vector<double> buffer_used_;         // PFC: shared buffer bytes in use, per switch
   std::vector<Nic> nic_;
   std::vector<Qp> qps_;
@@ -1283,6 +1293,7 @@ void mls_add_pin(Fabric* e, int sw, uint32_t src, uint32_t dst, uint16_t sport, 
   e->add_pin(sw, src, dst, sport, port);
 }
 void mls_fail_port(Fabric* e, int node, int port) { e->fail_port(node, port); }
+void mls_set_salt(Fabric* e, int sw, uint8_t salt) { e->set_salt(sw, salt); }
 void mls_lose_one(Fabric* e, int node, int port, int64_t after) { e->lose_one(node, port, after); }
 void mls_seed(Fabric* e, uint32_t s) { e->seed(s); }
 

@@ -70,6 +70,7 @@ SIGNATURES = {
     "mls_set_host_port": (None, [c_int, c_uint32, c_int]),
     "mls_add_pin": (None, [c_int, c_uint32, c_uint32, c_uint16, c_int]),
     "mls_fail_port": (None, [c_int, c_int]), "mls_seed": (None, [c_uint32]),
+    "mls_set_salt": (None, [c_int, c_uint8]),
     "mls_lose_one": (None, [c_int, c_int, c_int64]),
     "mls_add_job": (c_int, []), "mls_add_step": (None, [c_int, c_int, c_uint64]),
     "mls_start_rank": (None, [c_int, c_int]), "mls_timer": (None, [c_double, c_int]),
@@ -192,6 +193,10 @@ class Engine:
     def lose_one(self, node: int, port: int, after: int) -> None:
         """The data packet sent onto (node, port) after `after` more is lost."""
         self._lib.mls_lose_one(self._e, node, port, after)
+
+    def set_salt(self, sw: int, salt: int) -> None:
+        """Switch `sw` hashes with `salt` (fabricmodel.hashing.switch_salt of its name)."""
+        self._lib.mls_set_salt(self._e, sw, salt)
 
     def seed(self, s: int) -> None:
         self._lib.mls_seed(self._e, s)

@@ -3,7 +3,8 @@ engine (engine.cpp, loaded by sim/engine.py).
 
 Nodes and ports are numbered as the topology numbers them; each cable is two engine links (a
 FIFO, a line, a propagation delay each way). ECMP groups come from the controller's
-`Routing` of the healthy fabric: a failed link is silent (it drops what is sent onto it) and
+`Routing` of the healthy fabric and every switch hashes with its salt from the model
+(`fabricmodel.hashing.switch_salt`); a failed link is silent (it drops what is sent onto it) and
 the switches keep hashing onto it, the regime in which REPS and Ethereal's timeouts matter.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fabricmodel.hashing import switch_salt
 from fabricmodel.routing import Routing
 from fabricmodel.topology import HOST_PORT, Topology
 
@@ -159,6 +161,7 @@ class SimFabric:
                 e.fail_port(b, lk.b_port)
         for sw in topo.switches.values():
             s = self.index[sw.name]
+            e.set_salt(s, switch_salt(sw.name))
             for leaf in topo.leaves:
                 if leaf.name == sw.name:
                     for h in topo.hosts_of(leaf.name):

@@ -92,7 +92,7 @@ def slice_pins(topo: Topology, sl: Slice, routing, src: str, dst: str,
         if not group:
             raise ValueError(f"slice of {sl.job} has no path {here} -> {d.leaf}")
         hop = group[hashing.ecmp_member(s.ip, d.ip, rocev2.UDP, sport, rocev2.ROCEV2_PORT,
-                                        len(group))]
+                                        len(group), hashing.switch_salt(here))]
         out.append((here, hop.src_port))
         here = hop.dst
     return out

@@ -77,14 +77,16 @@ class Fabricd:
 
 def read_back(addresses: dict[str, str], device_ids: dict[str, int], pipeline: Pipeline,
               tls=None) -> dict[str, sync.State]:
-    """Every table entry, port_liveness's default, multicast group and clone session of
-    every switch, read as an observer (no arbitration, so fabricd stays primary)."""
+    """Every table entry, the defaults of port_liveness and ecmp_salt, every multicast group
+    and clone session of every switch, read as an observer (no arbitration, so fabricd stays
+    primary)."""
     states = {}
     for name, addr in addresses.items():
         dev = Device(name, addr, device_ids[name], pipeline, timeout=RPC_TIMEOUT, tls=tls)
         dev.conn.open_channel()
         try:
-            states[name] = dev.read_state(defaults_of=("FabricIngress.port_liveness",))
+            states[name] = dev.read_state(defaults_of=("FabricIngress.port_liveness",
+                                                       "FabricIngress.ecmp_salt"))
         finally:
             dev.close()
     return states

@@ -55,6 +55,8 @@ const bit<8> SML_FLAG_RESULT = 0x01;
 const bit<8> SML_FLAG_VERSION = 0x02;
 const bit<8> SWITCH_MADE_TTL = 64;
 
+#define ECMP_CRC_RANGE 0x100000000 /* the ECMP hash's modulus: all 32 CRC bits */
+
 /* ECMP group modes; 0 and any unknown value hash per flow. */
 const bit<8> GROUP_MODE_ROUND_ROBIN = 1;
 const bit<8> GROUP_MODE_RANDOM = 2;

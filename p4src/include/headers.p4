@@ -138,6 +138,7 @@ struct metadata_t {
     bit<16> ecmp_group_size;
     bit<8>  ecmp_mode;
     bit<16> ecmp_member;
+    bit<5>  ecmp_salt;        /* this switch's hash offset (ecmp_salt table) */
     bit<1>  is_mcast;
     bit<16> mcast_grp;
     bit<1>  switch_made;       /* a switch-made aggregation result: not pruned at its ingress */

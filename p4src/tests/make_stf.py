@@ -27,6 +27,9 @@ from controller.switch_plan import plan_switches  # noqa: E402
 from fabricmodel import hashing, rocev2  # noqa: E402
 
 UP = L.UPLINKS
+# The switch every file models is leaf1; salt.stf gives it the salt of its tier-mate leaf2.
+SALT = hashing.switch_salt("leaf1")
+OTHER_SALT = hashing.switch_salt("leaf2")
 
 
 def ip32(addr: str) -> str:
@@ -45,8 +48,8 @@ def expect(port: int, data: bytes) -> list[str]:
     return [f"expect {port} {data.hex().upper()}$"]
 
 
-def member_port(src, dst, sport, dport, ports, proto=17):
-    return ports[hashing.ecmp_member(src, dst, proto, sport, dport, len(ports))]
+def member_port(src, dst, sport, dport, ports, proto=17, salt=SALT):
+    return ports[hashing.ecmp_member(src, dst, proto, sport, dport, len(ports), salt)]
 
 
 def rewritten(data: bytes, port: int, **fields) -> bytes:
@@ -69,10 +72,11 @@ def group(gid: int, ports, mode: int = 0) -> list[str]:
     return lines
 
 
-def leaf(mode: int = 0, uplinks=UP) -> list[str]:
+def leaf(mode: int = 0, uplinks=UP, salt: int = SALT) -> list[str]:
     lines = ["# leaf: host 10.0.1.n on port n (1..8), uplinks 11..14 (group 1 toward 10.0.2.0/24)",
              "# port p's MAC 02:01:00:01:00:pp; neighbour host 02:00:0a:00:01:pp or spine "
-             "02:0a:00:00:00:pp"]
+             "02:0a:00:00:00:pp",
+             f"setdefault FabricIngress.ecmp_salt FabricIngress.set_ecmp_salt(salt:{salt})"]
     for n in L.HOST_PORTS:
         lines.append(f"add FabricIngress.ipv4_route meta.slice_id:0 "
                      f"hdr.ipv4.dstAddr:{ip32(L.host_ip(n))} FabricIngress.route_to_port(port:{n})")
@@ -103,16 +107,31 @@ def routing() -> list[str]:
                     "check_counter port_tx(3) packets == 1"]
 
 
-def ecmp() -> list[str]:
-    lines = leaf()
+ECMP_SPORTS = [0xC000 + 17 * i for i in range(12)]
+
+
+def ecmp(salt: int = SALT) -> list[str]:
+    lines = leaf(salt=salt)
     src, dst = L.host_ip(1), "10.0.2.7"
-    for i in range(12):
-        sport = 0xC000 + 17 * i
-        port = member_port(src, dst, sport, 4791, UP)
+    for sport in ECMP_SPORTS:
+        port = member_port(src, dst, sport, 4791, UP, salt=salt)
         d = L.udp(src, dst, sport, 4791)
-        lines += packet(1, d, f"{src}:{sport} -> {dst}:4791: crc32 % 4 -> port {port}")
+        lines += packet(1, d, f"{src}:{sport} -> {dst}:4791: salt {salt}, window % 4 -> "
+                        f"port {port}")
         lines += expect(port, L.routed(d, port))
     return lines
+
+
+def salt() -> list[str]:
+    """ecmp.stf's packets on a leaf with its tier-mate's salt: the same 5-tuples, other
+    members (the model predicts both)."""
+    src, dst = L.host_ip(1), "10.0.2.7"
+    moved = [s for s in ECMP_SPORTS if member_port(src, dst, s, 4791, UP) !=
+             member_port(src, dst, s, 4791, UP, salt=OTHER_SALT)]
+    if len(moved) < len(ECMP_SPORTS) // 2:
+        raise SystemExit(f"salts {SALT} and {OTHER_SALT} split ecmp.stf's flows alike")
+    return [f"# leaf2's salt {OTHER_SALT} (leaf1's is {SALT}): {len(moved)} of "
+            f"{len(ECMP_SPORTS)} flows take another uplink than in ecmp.stf"] + ecmp(OTHER_SALT)
 
 
 def pin() -> list[str]:
@@ -496,7 +515,9 @@ def netreduce_spine() -> list[str]:
 
 FILES = {
     "routing": ("LPM routing, MAC rewrite, TTL, checksum, IPv4 options, unknown protocol", routing),
-    "ecmp": ("ECMP member = crc32(src, dst, proto, sport, dport) % size", ecmp),
+    "ecmp": ("ECMP member = 16 bits of crc32(src, dst, proto, sport, dport) from the switch's "
+             "salt on, % size", ecmp),
+    "salt": ("the same flows on a switch of the same tier with another salt", salt),
     "pin": ("an exact pin (src, dst, sport, dport) overrides ECMP", pin),
     "spray": ("per-packet round-robin spraying (group mode 1) over every member", spray),
     "slices": ("vClos slices by ingress port and source prefix, each on its own uplinks", slices),

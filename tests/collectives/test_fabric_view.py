@@ -64,7 +64,8 @@ def test_ports_follow_the_installed_member_order():
         for (peer, idx), sub in policy.subs.items():
             sport = pins.pins[IPS[peer], SendQP(Ep, peer, idx).dqpn]
             first = sub.path.hops[0]
-            member = hashing.ecmp_member(IPS[0], IPS[peer], 17, sport, 4791, 2)
+            member = hashing.ecmp_member(IPS[0], IPS[peer], 17, sport, 4791, 2,
+                                         hashing.switch_salt("leaf1"))
             assert _members(view, "leaf1", "10.0.2.0/24")[member] == first.src_port
             used.add(first.dst)
         assert used == {"spine1", "spine2"}

@@ -204,7 +204,8 @@ def test_ethereal_policy_splits_with_the_controller_planner():
         assert sum(p.nbytes for p in plan[peer]) == 8192
         for p in plan[peer]:
             sport = pins.pins[ips[peer], SendQP(ep, peer, p.qp).dqpn]   # one QP per sub-flow
-            member = hashing.ecmp_member(ips[0], ips[peer], 17, sport, 4791, 2)
+            member = hashing.ecmp_member(ips[0], ips[peer], 17, sport, 4791, 2,
+                                         hashing.switch_salt(topo.host_by_rank(0).leaf))
             per_uplink[member] += p.nbytes
     assert per_uplink == [12288, 12288]           # Ethereal's equal split, via pinned ports
     assert (ips[1], SendQP(ep, 1, 0).dqpn) not in pins.pins   # rack-local: the QP's own port

@@ -66,6 +66,22 @@ def test_routes_groups_and_port_macs_of_a_leaf(schema):
     assert len(entries(leaf1, "FabricEgress.ecn_mark")) == 4
 
 
+def test_salt_of_every_switch_is_its_default_action_from_the_model(schema):
+    """Each switch gets the model's salt (fabricmodel.hashing.switch_salt) as the default
+    action of ecmp_salt, so a change reaches it over P4Runtime without recompiling; tier-mates
+    get different salts."""
+    from fabricmodel import hashing
+    states = encode_fabric.intended_states(intent_of("leafspine-4x4"), schema)
+    salts = {}
+    for name, state in states.items():
+        (salt,) = entries(state, "FabricIngress.ecmp_salt")
+        assert (salt.action, salt.default) == ("FabricIngress.set_ecmp_salt", True)
+        assert salt.params == {"salt": hashing.switch_salt(name)}
+        salts[name] = salt.params["salt"]
+    assert len({salts[f"leaf{i}"] for i in range(1, 5)}) > 1
+    assert all(salts[f"leaf{i}"] < 8 <= 16 <= salts[f"spine{i}"] for i in range(1, 5))
+
+
 def test_a_failed_uplink_shrinks_groups_and_marks_the_port_dead(schema):
     intent = intent_of("leafspine-2x2")
     intent.set_link("leaf1-spine1", False)

@@ -73,7 +73,8 @@ def test_step_pins_follow_the_planned_paths_and_sports_hash_onto_them():
         first = sub.path.hops[0]
         pins = [p for p in plans[first.src].pins if p.sport == sub.sport and p.src_ip == src.ip]
         assert [p.hop.port for p in pins] == [first.src_port]
-        member = hashing.ecmp_member(src.ip, dst.ip, rocev2.UDP, sub.sport, 4791, 4)
+        member = hashing.ecmp_member(src.ip, dst.ip, rocev2.UDP, sub.sport, 4791, 4,
+                                     hashing.switch_salt(first.src))
         assert member == first.src_port - 5   # uplinks are ports 5..8
 
 

@@ -119,15 +119,15 @@ def test_timeouts_on_every_path_keep_only_the_latest_mark():
     assert sub.path == first
     assert rank.good_paths("leaf2") == [first]
     member = hashing.ecmp_member(topo.host("h1").ip, topo.host("h3").ip, 17, sub.sport,
-                                 rocev2.ROCEV2_PORT, 2)
+                                 rocev2.ROCEV2_PORT, 2, hashing.switch_salt("leaf1"))
     assert topo.uplinks("leaf1")[member].index in first.links
 
 
 @pytest.mark.parametrize("topo", [t.leaf_spine(2, 4, 4), t.leaf_spine(3, 2, 3, 2), t.fat_tree(4)],
                          ids=["leafspine", "parallel", "fattree"])
 def test_every_source_port_hashes_onto_its_path(topo):
-    # With parallel cables or three tiers, two hops hash with the same function and groups
-    # of related sizes, so some paths are unreachable by port alone: those hops get pins.
+    # With parallel cables or three tiers a path has two hashed hops, at switches of
+    # different tiers and so of different salts.
     routing = Routing(topo)
     n = len(topo.hosts)
     hosts = [topo.host_by_rank(i).name for i in range(n)]
@@ -143,21 +143,22 @@ def test_every_source_port_hashes_onto_its_path(topo):
         group = routing.group(first.src, dst.leaf)
         # the source leaf's hop is always steered by the port itself, never by a pin
         assert group[hashing.ecmp_member(src.ip, dst.ip, rocev2.UDP, s.sport,
-                                         rocev2.ROCEV2_PORT, len(group))] == first
+                                         rocev2.ROCEV2_PORT, len(group),
+                                         hashing.switch_salt(first.src))] == first
         node, taken = src.leaf, []
         while node != dst.leaf:      # what the switches do: a pin if present, else the hash
             group = routing.group(node, dst.leaf)
             port = pins.get((node, src.ip, dst.ip, s.sport))
             member = hashing.ecmp_member(src.ip, dst.ip, rocev2.UDP, s.sport,
-                                         rocev2.ROCEV2_PORT, len(group))
+                                         rocev2.ROCEV2_PORT, len(group),
+                                         hashing.switch_salt(node))
             hop = next(h for h in group if h.src_port == port) if port else group[member]
             taken.append(hop)
             node = hop.dst
         assert tuple(taken) == s.path.hops
-    if topo.params.get("parallel_links") == 1:
-        assert plan.pins == []          # one hashed hop per path: the port alone suffices
-    else:
-        assert plan.pins
+    # Two hashed hops of a path (parallel cables, three tiers) are salted apart, so the port
+    # alone steers both: no pins (with one unsalted hash the second hop would need them).
+    assert plan.pins == []
 
 
 def test_pin_all_gives_a_pin_on_every_hashed_hop():
@@ -258,9 +259,15 @@ def test_the_port_lookup_lists_every_port_that_hashes_onto_the_member():
 
     from fabricmodel.ethereal import _PortTables
     tables = _PortTables.get()
+    from fabricmodel.ethereal import _bits
     for key in (0, 0x1234_5678, 0xFFFF_FFFF):
         crc = tables.crcs(key)
-        for g in (1, 2, 8, 32, 4096):
-            for m in {0, 1 % g, g - 1}:
-                want = [rocev2.SPORT_MIN + int(k) for k in np.flatnonzero(crc % g == m)]
-                assert tables.ports_for(key, g, m) == want
+        for salt in (0, 5, 30):
+            window = [hashing.salted_window(int(c), salt) for c in crc]
+            for g in (1, 2, 8, 32, 4096):
+                for m in {0, 1 % g, g - 1}:
+                    want = [rocev2.SPORT_MIN + k for k, w in enumerate(window) if w % g == m]
+                    mask, value = _bits(g.bit_length() - 1, m, salt)
+                    assert tables.ports_for(key, mask, value) == want
+                    lowest = tables.lowest(np.array([key]), np.array([mask]), np.array([value]))
+                    assert lowest.tolist() == [want[0] if want else -1]

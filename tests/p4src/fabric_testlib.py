@@ -15,6 +15,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from collectives.layers import Aggregation
+from fabricmodel.hashing import switch_salt
 from fabricmodel.rocev2 import AGGREGATION
 
 FABRIC_P4 = Path(__file__).resolve().parents[2] / "p4src" / "fabric.p4"
@@ -22,6 +23,7 @@ HOST_PORTS = list(range(1, 9))
 UPLINKS = [11, 12, 13, 14]
 GROUP = 1
 REMOTE_NET = "10.0.2.0"
+SALT = switch_salt("leaf1")   # the switch under test is leaf1; its ECMP hash's salt
 ROCE = 4791
 # Long enough to parse as a BTH when sent to UDP 4791 (a shorter RoCE packet is malformed).
 PAYLOAD = b"fabric.p4 test payload"
@@ -92,8 +94,9 @@ def ipv4_checksum_ok(data: bytes) -> bool:
 
 
 def install_leaf(sw, *, mode: int = 0, uplinks=UPLINKS, group: int = GROUP,
-                 slice_id: int = 0) -> None:
-    """Host routes, port MACs and one ECMP group toward the remote /24."""
+                 slice_id: int = 0, salt: int = SALT) -> None:
+    """The ECMP salt, host routes, port MACs and one ECMP group toward the remote /24."""
+    sw.table_set_default("FabricIngress.ecmp_salt", "FabricIngress.set_ecmp_salt", {"salt": salt})
     for n in HOST_PORTS:
         sw.table_add("FabricIngress.ipv4_route", {"meta.slice_id": slice_id,
                                             "hdr.ipv4.dstAddr": (ip(host_ip(n)), 32)},

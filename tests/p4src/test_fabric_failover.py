@@ -3,6 +3,7 @@ action) and the controller's batch repair."""
 from __future__ import annotations
 
 from fabric_testlib import (
+    SALT,
     UPLINKS,
     host_ip,
     install_group,
@@ -23,7 +24,7 @@ def _flows_by_member(n=4, per_member=5):
     flows = {m: [] for m in range(n)}
     sport = 0xC000
     while min(len(v) for v in flows.values()) < per_member:
-        m = hashing.ecmp_member(host_ip(1), DST, 17, sport, 4791, n)
+        m = hashing.ecmp_member(host_ip(1), DST, 17, sport, 4791, n, SALT)
         if len(flows[m]) < per_member:
             flows[m].append(sport)
         sport += 1
@@ -73,7 +74,7 @@ def test_spraying_skips_dead_members(sw):
 def test_pin_to_dead_port_is_routed_instead(sw):
     install_leaf(sw)
     sport = 0xC000
-    hashed = UPLINKS[hashing.ecmp_member(host_ip(1), DST, 17, sport, 4791, 4)]
+    hashed = UPLINKS[hashing.ecmp_member(host_ip(1), DST, 17, sport, 4791, 4, SALT)]
     pinned = next(p for p in UPLINKS if p != hashed)
     sw.table_add("FabricIngress.path_pin", {"hdr.ipv4.srcAddr": ip(host_ip(1)),
                                       "hdr.ipv4.dstAddr": ip(DST),
@@ -112,7 +113,7 @@ def test_controller_batch_removes_a_port_from_every_group(sw):
         for sport in range(0xC000, 0xC000 + 40):
             outs = sw.process(1, udp(host_ip(1), dst, sport, 4791))
             assert only_output(outs)[0] == live[
-                hashing.ecmp_member(host_ip(1), dst, 17, sport, 4791, 3)]
+                hashing.ecmp_member(host_ip(1), dst, 17, sport, 4791, 3, SALT)]
 
 
 def test_liveness_covers_every_port_number(sw):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from fabric_testlib import (
+    SALT,
     UPLINKS,
     host_ip,
     install_leaf,
@@ -99,7 +100,7 @@ def test_unknown_protocol_forwarded_by_ip_with_zero_ports(sw):
     install_leaf(sw)
     data = bytes(Ether() / IP(src=host_ip(1), dst="10.0.2.9", proto=253) / Raw(b"opaque" * 4))
     port, out = only_output(sw.process(1, data))
-    assert port == UPLINKS[hashing.ecmp_member(host_ip(1), "10.0.2.9", 253, 0, 0, 4)]
+    assert port == UPLINKS[hashing.ecmp_member(host_ip(1), "10.0.2.9", 253, 0, 0, 4, SALT)]
     assert out == routed(data, port)
 
 
@@ -107,7 +108,7 @@ def test_tcp_is_routed_and_hashed_on_its_ports(sw):
     install_leaf(sw)
     for sport in range(40000, 40040):
         port, out = only_output(sw.process(1, tcp(host_ip(1), "10.0.2.9", sport, 80)))
-        assert port == UPLINKS[hashing.ecmp_member(host_ip(1), "10.0.2.9", 6, sport, 80, 4)]
+        assert port == UPLINKS[hashing.ecmp_member(host_ip(1), "10.0.2.9", 6, sport, 80, 4, SALT)]
 
 
 def test_non_first_fragment_hashes_with_zero_ports(sw):
@@ -115,5 +116,5 @@ def test_non_first_fragment_hashes_with_zero_ports(sw):
     data = bytes(Ether() / IP(src=host_ip(1), dst="10.0.2.9", frag=100, proto=17)
                  / Raw(b"\x12\x34\x56\x78" + b"y" * 20))
     port, out = only_output(sw.process(1, data))
-    assert port == UPLINKS[hashing.ecmp_member(host_ip(1), "10.0.2.9", 17, 0, 0, 4)]
+    assert port == UPLINKS[hashing.ecmp_member(host_ip(1), "10.0.2.9", 17, 0, 0, 4, SALT)]
     assert out == routed(data, port)

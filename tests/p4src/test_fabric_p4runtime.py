@@ -11,7 +11,7 @@ import time
 
 import p4runtime_sh.shell as sh
 import pytest
-from fabric_testlib import agg, host_ip, port_dmac, port_smac, routed, udp
+from fabric_testlib import SALT, agg, host_ip, port_dmac, port_smac, routed, udp
 from p4rt_fabric import fabric_switch, veth_pairs
 
 from collectives.wire import icrc
@@ -96,6 +96,14 @@ def _set_dead_ports(*ports: int) -> None:
     entry.modify()
 
 
+def _set_salt(salt: int) -> None:
+    """The ECMP salt as the controller writes it: a default action, like port liveness."""
+    entry = sh.TableEntry("FabricIngress.ecmp_salt")(
+        is_default=True, action="FabricIngress.set_ecmp_salt")
+    entry.action["salt"] = str(salt)
+    entry.modify()
+
+
 def test_host_route_forwards_and_counts(fabric):
     _route(f"{host_ip(2)}/32", "route_to_port", port=2)
     data = udp(host_ip(1), host_ip(2), 0xC000, 4791, payload=b"through p4runtime")
@@ -105,6 +113,7 @@ def test_host_route_forwards_and_counts(fabric):
 
 
 def test_ecmp_failover_and_pin_over_p4runtime(fabric):
+    _set_salt(SALT)
     _route("10.0.2.0/24", "route_to_group", group=1)
     group = sh.TableEntry("FabricIngress.ecmp_groups")(action="FabricIngress.set_group")
     group.match["meta.ecmp_group"] = "1"
@@ -117,8 +126,8 @@ def test_ecmp_failover_and_pin_over_p4runtime(fabric):
         entry.insert()
 
     dst = "10.0.2.9"
-    to_2 = hashing.sport_for_member(host_ip(1), dst, 4791, 2, 0)
-    to_3 = hashing.sport_for_member(host_ip(1), dst, 4791, 2, 1)
+    to_2 = hashing.sport_for_member(host_ip(1), dst, 4791, 2, 0, SALT)
+    to_3 = hashing.sport_for_member(host_ip(1), dst, 4791, 2, 1, SALT)
     flow_a = udp(host_ip(1), dst, to_2, 4791, payload=b"flow a: long enough for a BTH")
     flow_b = udp(host_ip(1), dst, to_3, 4791, payload=b"flow b: long enough for a BTH")
     assert fabric.send(flow_a, b"flow a") == {2: [routed(flow_a, 2)]}

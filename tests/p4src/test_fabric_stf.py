@@ -11,13 +11,24 @@ from p4switch.stf import run_stf
 pytest_plugins = ["fabric_fixtures"]  # the `sw` fixture
 
 STF_FILES = sorted((FABRIC_P4.parent / "tests").glob("*.stf"))
-FEATURES = {"routing", "ecmp", "pin", "spray", "slices", "ecn", "multicast", "failover",
+FEATURES = {"routing", "ecmp", "salt", "pin", "spray", "slices", "ecn", "multicast", "failover",
             "netreduce", "netreduce_spine",
             "switchml"}
 
 
 def test_every_feature_has_an_stf_file():
     assert FEATURES <= {p.stem for p in STF_FILES}
+
+
+def test_salt_stf_sends_the_ecmp_flows_elsewhere():
+    """salt.stf replays ecmp.stf's packets on a switch with another salt of the same tier:
+    the same 5-tuples, and several expected on other uplinks (both computed by the model)."""
+    def expected(name):
+        return [line.split()[1] for line in (FABRIC_P4.parent / "tests" / name).read_text()
+                .splitlines() if line.startswith("expect ")]
+    a, b = expected("ecmp.stf"), expected("salt.stf")
+    assert len(a) == len(b) == 12
+    assert sum(x != y for x, y in zip(a, b, strict=True)) >= 6
 
 
 @pytest.mark.parametrize("stf", STF_FILES, ids=[p.stem for p in STF_FILES])

@@ -44,7 +44,9 @@ def test_switch_ecmp_matches_controller_hash(topo):
         sw = rng.choice([s for s in topo.switches if len(fab.routing.group(s, dst.leaf)) > 1])
         proto, sport, dport = rng.choice((17, 6)), rng.getrandbits(16), rng.getrandbits(16)
         group = fab.routing.group(sw, dst.leaf)
-        want = group[hashing.ecmp_member(src, dst.ip, proto, sport, dport, len(group))].src_port
+        member = hashing.ecmp_member(src, dst.ip, proto, sport, dport, len(group),
+                                     hashing.switch_salt(sw))
+        want = group[member].src_port
         assert fab.engine.route_of(fab.index[sw], src, ip_int(dst.ip), proto, sport, dport) == want
     fab.close()
 
