@@ -1,4 +1,4 @@
-"""Scapy layers for the project's own headers carried inside RoCEv2 (UDP 4791 / BTH).
+"""Scapy layers for the project's own headers carried inside RoCEv2 (UDP / BTH).
 
 Byte layouts are documented in p4src/README.md; the P4 definitions live in
 p4src/include/headers.p4 and must stay field-for-field identical to these classes.

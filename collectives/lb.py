@@ -104,7 +104,7 @@ class RepsPolicy(Policy):
         if (qp.peer, qp.dqpn) in self._known:
             return
         self._known.add((qp.peer, qp.dqpn))
-        ack_qpn = KIND_ACK << 20 | qp.peer << 8 | qp.idx   # what the peer's ACKs address
+        ack_qpn = rocev2.qpn(KIND_ACK, qp.peer, qp.idx)   # what the peer's ACKs address
         self.program.add_connection(self.ips[qp.peer], qp.dqpn, ack_qpn, self.ips[self.rank],
                                     first_window=REPS_FIRST_WINDOW)
 

@@ -3,11 +3,11 @@
 Sending goes through a raw IP socket (IP_HDRINCL): the transport writes IP (ECT(0) on data),
 UDP and the ICRC itself. Every QP sends with one fixed source port, as a NIC does; a policy's
 tc eBPF program (ebpf/) may rewrite it per packet on the way out. Receiving reads whole IP
-packets from a raw UDP socket (a socket filter keeps port 4791): the ECN bits are known and
+packets from a raw UDP socket (a socket filter keeps RoCEv2's port): the ECN bits are known and
 the ICRC is verified as a NIC does (failures are counted, and dropped for the RC transport).
 Queue pairs are demultiplexed by the BTH destination QP number:
-    data QPN = 1<<20 | sender rank<<8 | index     (receiver side of the QP)
-    ack  QPN = 2<<20 | receiver rank<<8 | index   (sender side, target of ACK/NAK/CNP)
+    data QPN = rocev2.qpn(KIND_DATA, sender rank, index)     (receiver side of the QP)
+    ack  QPN = rocev2.qpn(KIND_ACK, receiver rank, index)    (sender side, target of ACK/NAK/CNP)
 Reliability: go-back-N (IBTA), IRN-style selective repeat (NAK at the first gap), or `ooo`: a
 receiver that tolerates reordering, as spraying transports assume (REPS, Bonato et al., arXiv 2407.21625).
 """
@@ -165,7 +165,7 @@ def initial_psn(cfg: TransportConfig, src: int, dst: int, idx: int) -> int:
 class SendQP:
     def __init__(self, ep: Endpoint, peer: int, idx: int) -> None:
         self.ep, self.peer, self.idx = ep, peer, idx
-        self.dqpn = KIND_DATA << 20 | ep.rank << 8 | idx
+        self.dqpn = rocev2.qpn(KIND_DATA, ep.rank, idx)
         self.dst = socket.inet_aton(ep.peers[peer])
         self.next_psn = initial_psn(ep.cfg, ep.rank, peer, idx)
         # one port for the QP's life, as a NIC derives it from the QP numbers; the policy's
@@ -371,7 +371,7 @@ class SendQP:
 class RecvQP:
     def __init__(self, ep: Endpoint, peer: int, idx: int) -> None:
         self.ep, self.peer, self.idx = ep, peer, idx
-        self.ack_qpn = KIND_ACK << 20 | ep.rank << 8 | idx
+        self.ack_qpn = rocev2.qpn(KIND_ACK, ep.rank, idx)
         self.dst = socket.inet_aton(ep.peers[peer])
         self.expected = initial_psn(ep.cfg, peer, ep.rank, idx)
         self.nak_sent = False
@@ -626,14 +626,14 @@ class Endpoint:
         _attach_filter(self.sink, [(0x06, 0, 0, 0)])
         self.sink.bind(("0.0.0.0", self.cfg.dport))
         self.tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-        self.tx.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 8 << 20)
+        self.tx.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 8 * 2**20)
         self.tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, self.local)
         self.tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
 
     def _open_rx(self) -> socket.socket:
         rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
         _attach_filter(rx, _udp_dport_filter(self.cfg.dport))
-        rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
+        rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 * 2**20)
         rx.setblocking(False)
         return rx
 
@@ -703,7 +703,7 @@ class Endpoint:
     def recvqp(self, peer: int, idx: int, expected: int | None = None) -> RecvQP:
         """The receive QP of (peer, idx), made on first use; `expected`: the first PSN the
         peer sends (default: the session's initial PSN of the QP)."""
-        qpn = KIND_DATA << 20 | peer << 8 | idx
+        qpn = rocev2.qpn(KIND_DATA, peer, idx)
         qp = self.recvqps.get(qpn)
         if qp is None:
             qp = self.recvqps[qpn] = RecvQP(self, peer, idx)
@@ -767,7 +767,7 @@ class Endpoint:
             handler(data, addr, tos, now)
             return
         src = self.by_ip.get(socket.inet_aton(addr[0]))
-        kind, peer, idx = qpn >> 20, qpn >> 8 & 0xFFF, qpn & 0xFF
+        kind, peer, idx = rocev2.qpn_fields(qpn)
         if src is None or peer != src or peer >= len(self.peers):
             raise wire.WireError(f"QPN {qpn:#x} from {addr[0]} is not a QP of a known rank")
         if op in wire.DATA_OPS and kind == KIND_DATA:
@@ -828,7 +828,7 @@ def _udp_dport_filter(dport: int) -> list[tuple[int, int, int, int]]:
         (0x30, 0, 0, 0),          # ldb [0]           version/IHL
         (0x15, 0, 6, 0x45),       # jeq 0x45          else drop
         (0x28, 0, 0, 6),          # ldh [6]           flags/fragment offset
-        (0x45, 4, 0, 0x3FFF),     # jset MF|offset    drop
+        (0x45, 4, 0, rocev2.IPV4_FRAG_BITS),   # jset MF|offset  drop
         (0x30, 0, 0, 9),          # ldb [9]           protocol
         (0x15, 0, 2, 17),         # jeq UDP           else drop
         (0x28, 0, 0, 22),         # ldh [22]          UDP destination port

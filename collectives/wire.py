@@ -1,7 +1,7 @@
 """RoCEv2 framing with `struct` (scapy is far too slow for the data path; tests check that
 every packet built here parses identically with `scapy.contrib.roce` and `collectives.layers`).
 
-IPv4 (20 B) / UDP (8 B, dport 4791, sport = entropy) / BTH (12 B) / [RETH 16 B] / [AETH 4 B]
+IPv4 (20 B) / UDP (8 B, dport ROCEV2_PORT, sport = entropy) / BTH (12 B) / [RETH 16 B] / [AETH 4 B]
 / payload (padded to 4 B, BTH padcount) / ICRC (4 B). ACKs are standard: BTH + AETH + ICRC;
 the entropy of the acknowledged packet is echoed in the ACK's UDP source port and its CE mark
 in the BTH BECN bit. The transport sends and receives whole IP packets (raw sockets), so it
@@ -12,12 +12,14 @@ from __future__ import annotations
 import struct
 import zlib
 
+from fabricmodel import rocev2
 from fabricmodel.rocev2 import (
     ROCEV2_PORT,
     SEND_FIRST,
     SEND_LAST,
     SEND_MIDDLE,
     SEND_ONLY,
+    SPORT_MASK,
     SPORT_MIN,
     WRITE_FIRST,
     WRITE_LAST,
@@ -25,7 +27,7 @@ from fabricmodel.rocev2 import (
     WRITE_ONLY,
 )
 
-PSN_MASK = 0xFFFFFF
+PSN_MASK = rocev2.PSN_MASK
 PSN_HALF = 0x800000
 
 FIRST_OPS = (SEND_FIRST, SEND_ONLY, WRITE_FIRST, WRITE_ONLY)
@@ -72,22 +74,22 @@ def psn_diff(a: int, b: int) -> int:
 # its data packet's by a constant, so the ACK's path would be fixed by the data's path, and a
 # link lost one way would stop every packet of some host pairs whatever their entropy. The
 # multiplication is not affine, so the ACK's path varies with the entropy like the data's.
-ECHO_MUL, ECHO_MUL_INV = 0x2F4B, 0x2263      # inverses modulo 2^14
+ECHO_MUL, ECHO_MUL_INV = rocev2.ECHO_MUL, rocev2.ECHO_MUL_INV   # inverses modulo 2^14
 
 
 def echo_sport(entropy: int) -> int:
     """The source port of an ACK that echoes the data packet's `entropy` (0xC000-0xFFFF)."""
-    return SPORT_MIN | (entropy * ECHO_MUL & 0x3FFF)
+    return SPORT_MIN | (entropy * ECHO_MUL & SPORT_MASK)
 
 
 def echoed_entropy(sport: int) -> int:
     """The entropy an ACK with source port `sport` echoes (ebpf/reps.c does the same)."""
-    return SPORT_MIN | (sport * ECHO_MUL_INV & 0x3FFF)
+    return SPORT_MIN | (sport * ECHO_MUL_INV & SPORT_MASK)
 
 
 def ack_sport(qpn: int) -> int:
     """The fixed source port of a QP's CNPs (ACKs echo the entropy of what they acknowledge)."""
-    return SPORT_MIN | (qpn * ACK_SPORT_MUL >> 7 & 0x3FFF)
+    return SPORT_MIN | (qpn * ACK_SPORT_MUL >> 7 & SPORT_MASK)
 
 
 def bth(opcode: int, dqpn: int, psn: int, *, ackreq: bool = False, becn: bool = False,

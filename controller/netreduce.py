@@ -32,13 +32,19 @@ from controller.p4rt import MulticastGroup, TableEntry
 from fabricmodel.rocev2 import (
     KIND_DOWN,
     KIND_UP,
+    NR_CONNS,
+    NR_JOBS,
     NR_MSG_PKTS,
+    NR_MSGS,
+    NR_SLOTS,
+    QPN_PEER_MASK,
     nr_aggregator_qpns,
+    nr_qp_index,
     nr_worker_qpns,
+    qpn,
 )
 from fabricmodel.topology import Topology
 
-NR_SLOTS, NR_MSGS, NR_CONNS, NR_JOBS = 1024, 256, 1024, 256   # p4src/include/defines.p4
 MAX_CHILDREN = 32                     # the slot bitmaps are 32 bits
 
 
@@ -198,11 +204,11 @@ class NetReducePlanner:
 
 
 def up_qpn(topo: Topology, leaf: str, job_id: int) -> int:
-    return KIND_UP << 20 | (topo.switch(leaf).index & 0xFFF) << 8 | job_id & 0xFF
+    return qpn(KIND_UP, topo.switch(leaf).index & QPN_PEER_MASK, nr_qp_index(job_id))
 
 
 def down_qpn(topo: Topology, leaf: str, job_id: int) -> int:
-    return KIND_DOWN << 20 | (topo.switch(leaf).index & 0xFFF) << 8 | job_id & 0xFF
+    return qpn(KIND_DOWN, topo.switch(leaf).index & QPN_PEER_MASK, nr_qp_index(job_id))
 
 
 def entries(topo: Topology, job: NetReduceJob) -> dict[str, tuple[list[TableEntry],

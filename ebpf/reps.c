@@ -17,7 +17,6 @@
 #ifndef REPS_CACHE
 #define REPS_CACHE 32 /* a power of two: ring indexes are masked */
 #endif
-#define ECHO_MUL_INV 0x2263 /* inverse of collectives.wire.ECHO_MUL modulo 2^14 */
 #ifndef REPS_SENT
 #define REPS_SENT 256 /* entropies remembered by PSN; a power of two >= the send window */
 #endif
@@ -150,7 +149,7 @@ int reps_ingress(struct __sk_buff *skb)
 	if (!c)
 		return PASS;
 	/* the echo is scrambled by a multiplication modulo 2^14 (collectives/wire.py) */
-	ev = 0xC000 | ((bpf_ntohs(p.sport) * ECHO_MUL_INV) & 0x3FFF);
+	ev = SPORT_MIN | ((bpf_ntohs(p.sport) * ECHO_MUL_INV) & SPORT_MASK);
 	bpf_spin_lock(&c->lock);
 	if (ev - c->ev_base >= c->ev_count)
 		c->acks_foreign++;

@@ -267,7 +267,7 @@ control FabricIngress(inout headers_t hdr, inout metadata_t meta,
      * controller sets (fabricmodel.hashing.switch_salt). crc32 is affine, so a salt mixed
      * into the hashed bytes would only XOR a constant into the CRC and every tier would
      * still split flows alike (hash polarization); another offset reads other CRC bits. */
-    action set_ecmp_salt(bit<5> salt) {
+    action set_ecmp_salt(bit<ECMP_SALT_BITS> salt) {
         meta.ecmp_salt = salt;
     }
 

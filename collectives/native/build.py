@@ -23,7 +23,8 @@ def constants() -> dict[str, int | float]:
     names = {k: getattr(rocev2, k) for k in (
         "SEND_FIRST", "SEND_MIDDLE", "SEND_LAST", "SEND_ONLY", "WRITE_FIRST", "WRITE_MIDDLE",
         "WRITE_LAST", "WRITE_ONLY", "ACKNOWLEDGE", "CNP", "AETH_ACK", "AETH_NAK_PSN",
-        "KIND_DATA", "KIND_ACK", "SPORT_MIN", "BTH_BYTES")}
+        "KIND_DATA", "KIND_ACK", "SPORT_MIN", "SPORT_MASK", "BTH_BYTES", "QPN_KIND_SHIFT",
+        "QPN_PEER_SHIFT", "QPN_PEER_MASK", "QPN_INDEX_MASK")}
     names |= {k: getattr(wire, k) for k in (
         "PSN_MASK", "PSN_HALF", "ECHO_MUL", "ACK_SPORT_MUL", "ECN_ECT0", "ECN_CE", "ECN_MASK",
         "ICRC_BYTES", "MIN_PACKET")}
@@ -49,6 +50,8 @@ def header() -> str:
     for name, value in constants().items():
         lines.append(f"#define {name} {value!r}" if isinstance(value, float)
                      else f"#define {name} {int(value)}u")
+    lines.append("#define QPN(kind, peer, index) "
+                 "((kind) << QPN_KIND_SHIFT | (peer) << QPN_PEER_SHIFT | (index))")
     ctype = {ctypes.c_double: "double", ctypes.c_uint64: "uint64_t"}
     lines.append("#include <stdint.h>")
     lines.append("typedef struct {")

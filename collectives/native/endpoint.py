@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fabricmodel import rocev2
 from fabricmodel.rocev2 import KIND_DATA
 
 from .. import wire
@@ -72,7 +73,7 @@ def _ring_filter(dport: int, local: bytes) -> list[tuple[int, int, int, int]]:
         (0x30, 0, 0, 0),          # 0  ldb [0]          version/IHL
         (0x15, 0, 10, 0x45),      # 1  jeq 0x45         else drop
         (0x28, 0, 0, 6),          # 2  ldh [6]          flags/fragment offset
-        (0x45, 8, 0, 0x3FFF),     # 3  jset MF|offset   drop
+        (0x45, 8, 0, rocev2.IPV4_FRAG_BITS),  # 3  jset MF|offset  drop
         (0x30, 0, 0, 9),          # 4  ldb [9]          protocol
         (0x15, 0, 6, 17),         # 5  jeq UDP          else drop
         (0x28, 0, 0, 22),         # 6  ldh [22]         UDP destination port
@@ -101,7 +102,7 @@ class NativeSendQP:
 
     def __init__(self, ep: NativeEndpoint, peer: int, idx: int, handle: int) -> None:
         self.ep, self.peer, self.idx = ep, peer, idx
-        self.dqpn = KIND_DATA << 20 | ep.rank << 8 | idx
+        self.dqpn = rocev2.qpn(KIND_DATA, ep.rank, idx)
         self.sport = derived_sport(ep.cfg.port_seed, ep.rank, peer, idx)
         self._qp = ep._lib.nt_sqp_new(ep._ep, peer, idx, self.dqpn, self.sport,
                                       initial_psn(ep.cfg, ep.rank, peer, idx), handle)
@@ -301,7 +302,7 @@ class NativeEndpoint(Endpoint):
         self._lib.nt_set_peer(self._ep, index, _u32(addr))
 
     def recvqp(self, peer: int, idx: int, expected: int | None = None) -> NativeRecvQP:
-        qpn = KIND_DATA << 20 | peer << 8 | idx
+        qpn = rocev2.qpn(KIND_DATA, peer, idx)
         qp = self.recvqps.get(qpn)
         if qp is None:
             psn = initial_psn(self.cfg, peer, self.rank, idx) if expected is None else expected
@@ -334,7 +335,7 @@ class NativeEndpoint(Endpoint):
                 for hook in self.timeout_hooks:
                     hook(qp, b)
             elif kind == CB_NEWRQP:
-                qpn = KIND_DATA << 20 | a << 8 | b
+                qpn = rocev2.qpn(KIND_DATA, a, b)
                 self.recvqps[qpn] = NativeRecvQP(a, b)
                 return initial_psn(self.cfg, a, self.rank, b)
             return 0

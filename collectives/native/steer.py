@@ -20,6 +20,7 @@ import sys
 from contextlib import contextmanager
 
 from ebpf import PROGRAMS, TcError, libbpf, tc
+from fabricmodel import rocev2
 
 # last on the ingress hook: after every program of ebpf/ (the policies' and impair's)
 PRIO = max(program.PRIO for program in PROGRAMS.values()) + 10
@@ -64,7 +65,7 @@ def program(dport: int) -> bytes:
         (ldx_b, 5, 10, byte(23)),
         (jne_k, 5, 0, "pass", socket.IPPROTO_UDP),
         (ldx_h, 5, 10, byte(20)),
-        (and_k, 5, 0, 0, socket.htons(0x3FFF)),
+        (and_k, 5, 0, 0, socket.htons(rocev2.IPV4_FRAG_BITS)),
         (jne_k, 5, 0, "pass", 0),                  # a fragment
         (ldx_h, 5, 10, byte(36)),
         (jne_k, 5, 0, "pass", socket.htons(dport)),

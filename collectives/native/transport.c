@@ -246,9 +246,9 @@ static inline int is_send(int op) {
 static inline int is_last(int op) {
     return op == SEND_LAST || op == SEND_ONLY || op == WRITE_LAST || op == WRITE_ONLY;
 }
-static inline uint32_t echo_sport(uint32_t entropy) { return SPORT_MIN | ((entropy * ECHO_MUL) & 0x3FFF); }
+static inline uint32_t echo_sport(uint32_t entropy) { return SPORT_MIN | ((entropy * ECHO_MUL) & SPORT_MASK); }
 static inline uint32_t ack_sport(uint32_t qpn) {
-    return SPORT_MIN | (uint32_t)(((uint64_t)qpn * ACK_SPORT_MUL >> 7) & 0x3FFF);
+    return SPORT_MIN | (uint32_t)(((uint64_t)qpn * ACK_SPORT_MUL >> 7) & SPORT_MASK);
 }
 
 static double wall_now(void) {
@@ -330,7 +330,7 @@ typedef struct { msg_t *tab; uint32_t mask; } msgtab_t;
  * packets spread 1 KiB ones over 16 MiB, a page each: sized by the MTU, the ring's frames of
  * 1 KiB packets are 7x denser (less of the cache and TLB for the kernel's copy and the
  * first read of each frame). */
-#define RING_BLOCK (1u << 20)
+#define RING_BLOCK (1024u * 1024u)
 #define RING_BLOCKS 16
 #define RING_NET_OFF (TPACKET_ALIGN(TPACKET2_HDRLEN) + 16)
 
@@ -392,7 +392,7 @@ typedef struct {
 #define TXR_DATA (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))   /* where a frame's bytes start */
 #define TXR_HEAD (sizeof(struct virtio_net_hdr) + ETH_HLEN)        /* what goes before the IP header */
 #define TXR_FRAME ((TXR_DATA + TXR_HEAD + FRAME_MAX + 15) & ~15u)
-#define TXR_BLOCK (1u << 20)
+#define TXR_BLOCK (1024u * 1024u)
 #define TXR_BLOCKS 8
 #define TXR_PER_BLOCK (TXR_BLOCK / TXR_FRAME)
 #define TXR_FRAMES (TXR_PER_BLOCK * TXR_BLOCKS)
@@ -1211,7 +1211,7 @@ static int on_data(ep_t *ep, rqp_t *q, int op, uint32_t psn, int ackreq, const u
 static rqp_t *rqp_new(ep_t *ep, uint32_t peer, uint32_t idx, uint32_t expected) {
     rqp_t *q = calloc(1, sizeof *q);
     q->peer = peer; q->idx = idx;
-    q->ack_qpn = KIND_ACK << 20 | ep->cfg.rank << 8 | idx;
+    q->ack_qpn = QPN(KIND_ACK, ep->cfg.rank, idx);
     q->expected = expected;
     q->max_seen = psn_add(expected, -1);
     q->naked = -1;
@@ -1245,7 +1245,8 @@ static int dispatch(ep_t *ep, const uint8_t *data, uint32_t len, uint32_t src, u
     uint32_t psn = apsn & PSN_MASK;
     int ackreq = apsn >> 31;
     int from = peer_of(ep, src);
-    uint32_t kind = qpn >> 20, peer = qpn >> 8 & 0xFFF, idx = qpn & 0xFF;
+    uint32_t kind = qpn >> QPN_KIND_SHIFT, peer = qpn >> QPN_PEER_SHIFT & QPN_PEER_MASK,
+             idx = qpn & QPN_INDEX_MASK;
     if (from < 0 || peer != (uint32_t)from || peer >= ep->npeers) {
         ep->stats.bad_packets++;
         return 0;

@@ -1,4 +1,4 @@
-/* RoCEv2 header parsing for tc programs: Ethernet / IPv4 / UDP 4791 / BTH.
+/* RoCEv2 header parsing for tc programs: Ethernet / IPv4 / UDP (RoCEv2 port) / BTH.
  *
  * Every read goes through bpf_skb_load_bytes, so a short, fragmented or non-linear packet
  * simply fails to parse and the caller leaves it alone: these programs never drop a packet
@@ -14,21 +14,14 @@
 #include <uapi/linux/udp.h>
 #include <uapi/linux/pkt_cls.h>
 
-#define ROCE_UDP_PORT 4791
-#define BTH_LEN 12
-#define AETH_LEN 4
+#include "rocev2.h" /* the port, opcodes, sizes and masks, generated out of fabricmodel/ */
 
-#define BTH_OP_ACK 0x11 /* RC ACKNOWLEDGE */
-#define BTH_OP_CNP 0x81 /* RoCEv2 congestion notification packet */
-
-#define PSN_MASK 0xFFFFFF
 #define BTH_BECN 0x40 /* in the byte before the destination QP (FECN 0x80, BECN 0x40) */
 
 /* The pass verdict for every program: TC_ACT_UNSPEC lets the next filter on the same hook
  * run (and, with none left, passes the packet), so the programs stack on one interface. */
 #define PASS TC_ACT_UNSPEC
 
-#define IP_FRAG_BITS 0x3FFF /* MF flag + fragment offset, host order */
 
 struct roce_pkt {
 	__u32 udp_off;  /* offset of the UDP header from the start of the frame */
@@ -95,7 +88,7 @@ static __always_inline int udp_parse(struct __sk_buff *skb, struct roce_pkt *p,
 	return 0;
 }
 
-/* 0 when the frame is a well-formed RoCEv2 packet (UDP 4791 with a complete BTH). */
+/* 0 when the frame is a well-formed RoCEv2 packet (UDP to ROCE_UDP_PORT, a complete BTH). */
 static __always_inline int roce_parse(struct __sk_buff *skb, struct roce_pkt *p)
 {
 	struct udphdr udp;

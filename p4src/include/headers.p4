@@ -50,7 +50,7 @@ header tcp_t {
     bit<16> urgentPtr;
 }
 
-/* InfiniBand base transport header, as carried by RoCEv2 after UDP port 4791. */
+/* InfiniBand base transport header, as carried by RoCEv2 after its UDP port (ROCEV2_PORT). */
 header bth_t {
     bit<8>  opcode;
     bit<1>  se;
@@ -138,7 +138,7 @@ struct metadata_t {
     bit<16> ecmp_group_size;
     bit<8>  ecmp_mode;
     bit<16> ecmp_member;
-    bit<5>  ecmp_salt;        /* this switch's hash offset (ecmp_salt table) */
+    bit<ECMP_SALT_BITS> ecmp_salt; /* this switch's hash offset (ecmp_salt table) */
     bit<1>  is_mcast;
     bit<16> mcast_grp;
     bit<1>  switch_made;       /* a switch-made aggregation result: not pruned at its ingress */

@@ -27,6 +27,7 @@ from controller.switch_plan import plan_switches  # noqa: E402
 from fabricmodel import hashing, rocev2  # noqa: E402
 
 UP = L.UPLINKS
+ROCE = rocev2.ROCEV2_PORT
 # The switch every file models is leaf1; salt.stf gives it the salt of its tier-mate leaf2.
 SALT = hashing.switch_salt("leaf1")
 OTHER_SALT = hashing.switch_salt("leaf2")
@@ -114,9 +115,9 @@ def ecmp(salt: int = SALT) -> list[str]:
     lines = leaf(salt=salt)
     src, dst = L.host_ip(1), "10.0.2.7"
     for sport in ECMP_SPORTS:
-        port = member_port(src, dst, sport, 4791, UP, salt=salt)
-        d = L.udp(src, dst, sport, 4791)
-        lines += packet(1, d, f"{src}:{sport} -> {dst}:4791: salt {salt}, window % 4 -> "
+        port = member_port(src, dst, sport, ROCE, UP, salt=salt)
+        d = L.udp(src, dst, sport, ROCE)
+        lines += packet(1, d, f"{src}:{sport} -> {dst} (RoCEv2): salt {salt}, window % 4 -> "
                         f"port {port}")
         lines += expect(port, L.routed(d, port))
     return lines
@@ -126,8 +127,8 @@ def salt() -> list[str]:
     """ecmp.stf's packets on a leaf with its tier-mate's salt: the same 5-tuples, other
     members (the model predicts both)."""
     src, dst = L.host_ip(1), "10.0.2.7"
-    moved = [s for s in ECMP_SPORTS if member_port(src, dst, s, 4791, UP) !=
-             member_port(src, dst, s, 4791, UP, salt=OTHER_SALT)]
+    moved = [s for s in ECMP_SPORTS if member_port(src, dst, s, ROCE, UP) !=
+             member_port(src, dst, s, ROCE, UP, salt=OTHER_SALT)]
     if len(moved) < len(ECMP_SPORTS) // 2:
         raise SystemExit(f"salts {SALT} and {OTHER_SALT} split ecmp.stf's flows alike")
     return [f"# leaf2's salt {OTHER_SALT} (leaf1's is {SALT}): {len(moved)} of "
@@ -137,23 +138,23 @@ def salt() -> list[str]:
 def pin() -> list[str]:
     lines = leaf()
     src, dst, sport = L.host_ip(1), "10.0.2.3", 0xC001
-    hashed = member_port(src, dst, sport, 4791, UP)
+    hashed = member_port(src, dst, sport, ROCE, UP)
     pinned = next(p for p in UP if p != hashed)
     lines.insert(-1, f"add FabricIngress.path_pin hdr.ipv4.srcAddr:{ip32(src)} "
-                     f"hdr.ipv4.dstAddr:{ip32(dst)} meta.l4_sport:{sport} meta.l4_dport:4791 "
+                     f"hdr.ipv4.dstAddr:{ip32(dst)} meta.l4_sport:{sport} meta.l4_dport:0x{ROCE:04x} "
                      f"FabricIngress.pin_path(port:{pinned})")
-    d = L.udp(src, dst, sport, 4791)
+    d = L.udp(src, dst, sport, ROCE)
     lines += packet(1, d, f"pinned flow: port {pinned} although ECMP picks {hashed}")
     lines += expect(pinned, L.routed(d, pinned))
-    d = L.udp(src, dst, sport + 1, 4791)
-    other = member_port(src, dst, sport + 1, 4791, UP)
+    d = L.udp(src, dst, sport + 1, ROCE)
+    other = member_port(src, dst, sport + 1, ROCE, UP)
     lines += packet(1, d, f"same hosts, other source port: not pinned, ECMP port {other}")
     return lines + expect(other, L.routed(d, other))
 
 
 def spray() -> list[str]:
     lines = leaf(mode=1)
-    d = L.udp(L.host_ip(1), "10.0.2.3", 0xC001, 4791)
+    d = L.udp(L.host_ip(1), "10.0.2.3", 0xC001, ROCE)
     for i in range(8):
         port = UP[i % 4]
         lines += packet(1, d, f"one flow, packet {i}: round robin -> port {port}")
@@ -178,8 +179,8 @@ def slices() -> list[str]:
         for src, ups, why in ((L.host_ip(1), [11, 12], "port 1 is slice 1: uplinks 11/12"),
                               ("10.0.9.4", [13, 14], "source 10.0.9.0/24 is slice 2 (higher "
                                                      "priority): uplinks 13/14")):
-            port = member_port(src, "10.0.2.9", sport, 4791, ups)
-            d = L.udp(src, "10.0.2.9", sport, 4791)
+            port = member_port(src, "10.0.2.9", sport, ROCE, ups)
+            d = L.udp(src, "10.0.2.9", sport, ROCE)
             lines += packet(1, d, f"{why}, this one {port}") + expect(port, L.routed(d, port))
     return lines
 
@@ -210,7 +211,7 @@ def multicast() -> list[str]:
                      f"standard_metadata.egress_rid:{100 + p} FabricEgress.rewrite_replica("
                      f"smac:{mac48(L.port_smac(p))}, dmac:{mac48(L.host_mac(p))}, "
                      f"dst_ip:{ip32(L.host_ip(p))})")
-    d = L.udp(L.host_ip(1), "239.1.0.9", 0xC000, 4791, ttl=9)
+    d = L.udp(L.host_ip(1), "239.1.0.9", 0xC000, ROCE, ttl=9)
     lines += [""] + packet(1, d, "host 1 to group 239.1.0.9: hosts 2 and 5 as unicast, "
                                  "uplink 11 as multicast; never back to port 1")
     for p in (2, 5):
@@ -239,25 +240,25 @@ def failover() -> list[str]:
                   f"FabricIngress.route_to_group(group:{gid})"] + group(gid, ports)
     src = L.host_ip(1)
     pin_sport = next(s for s in range(0xC100, 0xD000)
-                     if member_port(src, "10.0.3.7", s, 4791, UP) == 11)
+                     if member_port(src, "10.0.3.7", s, ROCE, UP) == 11)
     lines += [f"add FabricIngress.path_pin hdr.ipv4.srcAddr:{ip32(src)} "
               f"hdr.ipv4.dstAddr:{ip32('10.0.3.7')} meta.l4_sport:{pin_sport} "
-              f"meta.l4_dport:4791 FabricIngress.pin_path(port:13)", dead_ports(*sorted(dead)), ""]
+              f"meta.l4_dport:0x{ROCE:04x} FabricIngress.pin_path(port:13)", dead_ports(*sorted(dead)), ""]
     for i in range(6):
         sport = 0xC000 + 7 * i
-        port = member_port(src, "10.0.2.7", sport, 4791, live)
-        d = L.udp(src, "10.0.2.7", sport, 4791)
+        port = member_port(src, "10.0.2.7", sport, ROCE, live)
+        d = L.udp(src, "10.0.2.7", sport, ROCE)
         lines += packet(1, d, f"3 live members: port {port}, never 13")
         lines += expect(port, L.routed(d, port))
     for dst, ports in (("10.0.3.7", UP), ("10.0.4.7", [15, 16, 11])):
         backup = {p: ports[(i + 1) % len(ports)] for i, p in enumerate(ports)}
         seen: dict[int, int] = {}
         for sport in range(0xC200, 0xD000):
-            port = member_port(src, dst, sport, 4791, ports)
+            port = member_port(src, dst, sport, ROCE, ports)
             if seen.get(port, 0) == 2:
                 continue
             seen[port] = seen.get(port, 0) + 1
-            d = L.udp(src, dst, sport, 4791)
+            d = L.udp(src, dst, sport, ROCE)
             to = port if port not in dead else backup[port]
             if to in dead:
                 lines += packet(1, d, f"{dst}: member on {port} and its backup {to} dead: "
@@ -267,7 +268,7 @@ def failover() -> list[str]:
                 lines += expect(to, L.routed(d, to))
             if len(seen) == len(ports) and min(seen.values()) == 2:
                 break
-    d = L.udp(src, "10.0.3.7", pin_sport, 4791)
+    d = L.udp(src, "10.0.3.7", pin_sport, ROCE)
     lines += packet(1, d, "pinned to dead port 13: routed instead, hash -> port 11")
     lines += expect(11, L.routed(d, 11))
     d = L.udp(src, L.host_ip(3))
@@ -392,7 +393,7 @@ def ip_checksum(header: bytes) -> int:
 
 
 def roce_frame(smac: str, dmac: str, src: str, dst: str, roce: bytes, ip_id: int = 1) -> bytes:
-    """Ethernet / IPv4 (checksum filled) / UDP 4791 / roce / ICRC, as the transport sends."""
+    """Ethernet / IPv4 (checksum filled) / UDP (RoCEv2) / roce / ICRC, as the transport sends."""
     ip = bytearray(wire.frame(bytes(map(int, src.split("."))), bytes(map(int, dst.split("."))),
                               0xC001, ip_id, 0, roce))
     ip[10:12] = ip_checksum(ip[:20]).to_bytes(2, "big")
