@@ -10,9 +10,10 @@ from controller.intent import IntentError
 from controller.p4rt import MulticastGroup, State, TableEntry, sync, values
 from controller.p4rt.schema import Schema
 from controller.switch_plan import SwitchPlan, plan_switches
+from fabricmodel import rocev2
 from fabricmodel.topology import Topology
 
-MAX_ECMP_GROUPS = 4096            # ecmp group ids are < 4096 (p4src/README.md)
+MAX_ECMP_GROUPS = rocev2.GROUP_IDS   # ecmp group ids are below this (p4src/README.md)
 ECMP_MODES = {"hash": 0, "round-robin": 1, "random": 2}   # ecmp_groups' mode parameter
 CLASSIFY_PRIORITY = 10
 PORT_MASK = 0x1FF

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from controller.allocate import free_ids
+from fabricmodel import rocev2
 from fabricmodel.routing import Routing
 from fabricmodel.topology import Topology
 
-MAX_GROUP_ID = 4095               # fabric.p4's multicast group ids (and every planner's)
+MAX_GROUP_ID = rocev2.GROUP_IDS - 1   # fabric.p4's multicast group ids (and every planner's)
 
 
 class MulticastError(Exception):

@@ -49,6 +49,7 @@ def p4_constants() -> list[tuple[str, int, int, str]]:
 def p4_defines() -> list[tuple[str, int, str]]:
     """(name, value, comment): preprocessor numbers (sizes of registers and tables, widths)."""
     return [
+        ("NUM_GROUPS", rocev2.GROUP_IDS, "ECMP and multicast group ids are below this"),
         ("NR_SLOTS", rocev2.NR_SLOTS, "NetReduce slots (one packet of values each) per switch"),
         ("NR_MSGS", rocev2.NR_MSGS, "message-state entries (a message is NR_MSG_PKTS slots)"),
         ("NR_CONNS", rocev2.NR_CONNS, "RC connections a switch tracks (anchor PSNs)"),

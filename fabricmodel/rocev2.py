@@ -74,6 +74,10 @@ NR_VALUES = 256
 NR_PKT_BYTES = 4 * NR_VALUES
 NR_SLOTS, NR_MSGS, NR_CONNS, NR_JOBS = 1024, 256, 1024, 256
 
+# fabric.p4's ECMP and multicast group ids are 1 .. GROUP_IDS - 1 (tables, counters and the
+# controller's planners are sized by it)
+GROUP_IDS = 4096
+
 # IPv4 total lengths fabric.p4 checks: NetReduce data with and without a RETH, a standard
 # ACK (BTH, AETH, ICRC), an aggregation packet.
 _ROCE_IP = IPV4_BYTES + UDP_BYTES + BTH_BYTES

@@ -7,7 +7,6 @@
 #include "rocev2.p4"
 
 #define NUM_PORTS 512          /* bit<9> port numbers */
-#define NUM_GROUPS 4096        /* ECMP and multicast group ids are below this */
 #define SML_SLOTS 1024         /* aggregation slots per switch */
 #define SML_SETS (2 * SML_SLOTS) /* two sets (versions) per slot */
 

@@ -3,6 +3,7 @@
 #ifndef FABRIC_ROCEV2_P4
 #define FABRIC_ROCEV2_P4
 
+#define NUM_GROUPS 4096 /* ECMP and multicast group ids are below this */
 #define NR_SLOTS 1024 /* NetReduce slots (one packet of values each) per switch */
 #define NR_MSGS 256 /* message-state entries (a message is NR_MSG_PKTS slots) */
 #define NR_CONNS 1024 /* RC connections a switch tracks (anchor PSNs) */
