@@ -50,7 +50,7 @@ def test_salt_two_leaves_pick_different_members_and_the_model_predicts_both(fabr
         install_leaf(s, salt=salt)
     rng = random.Random(11)
     differ = 0
-    for _ in range(200):
+    for _ in range(100):
         src, dst = host_ip(rng.randint(1, 8)), f"10.0.2.{rng.randint(1, 250)}"
         sport = rng.randint(0xC000, 0xFFFF)
         data = udp(src, dst, sport, 4791)
@@ -59,7 +59,7 @@ def test_salt_two_leaves_pick_different_members_and_the_model_predicts_both(fabr
                 for salt in salts]
         assert got == want
         differ += got[0] != got[1]
-    assert differ > 100          # 3 in 4 for independent choices of 4
+    assert differ > 50           # 3 in 4 for independent choices of 4
 
 
 def test_group_size_three_uses_modulo_of_the_size(sw):
