@@ -93,7 +93,7 @@ def test_multicast_allgather_puts_at_most_0_6_of_rings_bytes_on_the_fabric(fab):
     import idea_mcast
 
     out = idea_mcast.fabric_traffic(fab, 16384, loss=0.05)
-    print("\n" + idea_mcast.traffic_table(out.runs))
+    print("\n" + idea_mcast.traffic_table(out.runs, LINK_MBPS))
     ring, mcast, lossy = out.runs
     mcast_rows, lossy_rows = (rows for _, rows in out.rows[1:])
     assert ring.exact and mcast.exact
