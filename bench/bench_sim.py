@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from fabricmodel.policies import names as policy_names
 from fabricmodel.topology import leaf_spine
 from figures.text import format_table
 from sim.cli import fabric, failed_links, run_cases
@@ -40,7 +41,7 @@ A2A = ["--collectives", "all-to-all", "--sizes", "1MiB", "--failures", "0",
 
 def cases_of(topo) -> list[tuple]:
     return [(a, 1 << 20, failed_links(topo, k), p, 0) for a in ("all-to-all", "halving-doubling")
-            for k in (0, 1) for p in ("ecmp", "spray", "reps", "ethereal")]
+            for k in (0, 1) for p in policy_names()]
 
 
 def as_typed(argv: list[str]) -> float:

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from collectives.launch import LaunchError, launch  # noqa: E402
 from ebpf.impair import Impair  # noqa: E402
+from fabricmodel import policies  # noqa: E402
 
 MiB = 1 << 20
 
@@ -72,9 +73,10 @@ def _measure(ips, ns, rel: str, mtu: int, policy: str, backend: str):
 
 
 def _cases() -> list[tuple[str, int, str, float]]:
-    cases = [(rel, mtu, "ecmp", 0.0) for rel in ("gbn", "sr", "ooo") for mtu in (1024, 4096)]
-    cases += [("ooo", 1024, policy, 0.0) for policy in ("spray", "reps", "ethereal")]
-    return cases + [(rel, 1024, "ecmp", 0.01) for rel in ("gbn", "sr", "ooo")]
+    base = policies.BASELINE
+    cases = [(rel, mtu, base, 0.0) for rel in ("gbn", "sr", "ooo") for mtu in (1024, 4096)]
+    cases += [("ooo", 1024, policy, 0.0) for policy in policies.names() if policy != base]
+    return cases + [(rel, 1024, base, 0.01) for rel in ("gbn", "sr", "ooo")]
 
 
 def _name(case: tuple[str, int, str, float]) -> str:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
+from fabricmodel import policies
 from fabricmodel.topology import TopologyError, load
 from figures.text import parse_size
 
 from .launch import LaunchError, launch
-from .lb import POLICIES
 from .native import default_backend
 from .results import read_jsonl, summary, write_jsonl
 from .runner import ALGORITHMS, DTYPES
@@ -23,6 +23,21 @@ from .transport import BACKENDS, RELIABILITY
 
 def _split(text: str | None) -> list[str]:
     return [t for t in (text or "").split(",") if t]
+
+
+class PolicyName(click.ParamType):
+    """A policy of `fabricmodel.policies`, looked up when the command runs (so a policy
+    registered after this module was imported is one too)."""
+    name = "policy"
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return "[" + "|".join(policies.names()) + "]"
+
+    def convert(self, value, param, ctx) -> str:
+        try:
+            return policies.get(value).name
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 @click.group()
@@ -44,7 +59,7 @@ def main() -> None:
 @click.option("--size", default="1MiB", show_default=True,
               help="Bytes per rank (the shard for allgather).")
 @click.option("--dtype", type=click.Choice(sorted(DTYPES)), default="int32", show_default=True)
-@click.option("--policy", type=click.Choice(POLICIES), default="ecmp", show_default=True)
+@click.option("--policy", type=PolicyName(), default="ecmp", show_default=True)
 @click.option("--qps", type=click.IntRange(1, 128), default=1, show_default=True,
               help="QPs per connection (NCCL_IB_QPS_PER_CONNECTION, even split).")
 @click.option("--reliability", type=click.Choice(list(RELIABILITY)), default="ooo",

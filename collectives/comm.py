@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import native
-from .lb import PROGRAMS, Policy, make_policy
+from .lb import Policy, make_policy, program_of
 from .rendezvous import DEFAULT_PORT, Rendezvous
 from .transport import Endpoint, Message, SendOp, TransportConfig
 
@@ -68,7 +68,7 @@ class Communicator:
         cfg.transport.session = self.rdv.connect()
         self.ep = open_endpoint(cfg.rank, cfg.ips, cfg.transport)
         self.program = None
-        program_cls = PROGRAMS.get(cfg.policy)
+        program_cls = program_of(cfg.policy)
         if program_cls is not None:
             if not cfg.dev:
                 raise ValueError(f"policy {cfg.policy} needs the rank's interface (its eBPF "

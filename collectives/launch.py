@@ -1,6 +1,6 @@
 """Start one rank process per namespace (or host address) and gather their result lines.
 
-The policy's tc eBPF program (collectives.lb.PROGRAMS) is attached to every rank's interface,
+The policy's tc eBPF program (collectives.lb.program_of) is attached to every rank's interface,
 in the rank's namespace, before the ranks start and detached when they end. It is compiled
 once per launching process and shared by every rank (its maps are keyed so that they can be);
 each rank reaches the maps through the attached program and writes its own connections."""
@@ -20,7 +20,7 @@ import grpc
 from ebpf import EbpfCompileError, EbpfUnavailable, Program, Spray, TcError
 
 from . import fabric_view, native
-from .lb import PROGRAMS
+from .lb import host_class, program_of
 from .native import steer
 from .transport import TransportConfig
 
@@ -35,9 +35,9 @@ class LaunchError(RuntimeError):
 
 
 def policy_program(policy: str) -> Program | None:
-    """The loaded (not attached) program of `policy`, compiled on first use; None for ecmp.
-    LaunchError with one sentence when eBPF cannot be loaded here."""
-    cls = PROGRAMS.get(policy)
+    """The loaded (not attached) program of `policy`, compiled on first use; None for a policy
+    without one (ecmp). LaunchError with one sentence when eBPF cannot be loaded here."""
+    cls = program_of(policy)
     if cls is None:
         return None
     if cls not in _loaded:
@@ -149,7 +149,7 @@ def launch(ips: list[str], runs: list[dict], *, namespaces: list[str | None] | N
     if len(namespaces) != len(ips):
         raise ValueError(f"{len(namespaces)} namespaces for {len(ips)} rank addresses")
     view = None
-    if fabricd and policy == "ethereal":
+    if fabricd and host_class(policy).uses_fabric_view:
         try:
             view = fabric_view.fetch(fabricd)
         except grpc.RpcError as err:

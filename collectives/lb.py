@@ -3,11 +3,14 @@ over queue pairs, and what a rank writes into its policy's tc eBPF program (ebpf
 port of a packet is never chosen here: the transport sends each QP with one fixed port, as a
 NIC does, and the program attached to the rank's interface decides every packet's port.
 
+The policies are registered in `fabricmodel.policies`; each names a mechanism, and one class
+here serves each mechanism (`HOSTS`), with the program it needs (`program_of`):
+
     ecmp      no program: each QP keeps its port, the switches hash it onto one path
     spray     ebpf/spray: a random port per data packet (configured by the launcher)
     reps      ebpf/reps: each QP is registered as a connection; a retransmission timeout
               evicts the entropy of the packet that timed out
-    ethereal  ebpf/pin: one QP per sub-flow (NCCL_IB_QPS_PER_CONNECTION); the rank's Ethereal
+    pinned    ebpf/pin: one QP per sub-flow (NCCL_IB_QPS_PER_CONNECTION); the rank's Ethereal
               planner pins each QP's port, keyed by (destination IP, destination QPN); a
               timeout marks the path failed for that ToR and re-pins the QP; the QPs of one
               flow share its window (NCCL's QPs of one connection share its slots)
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 
 import ebpf
 from ebpf import Program
-from fabricmodel import hashing, rocev2
+from fabricmodel import hashing, policies, rocev2
 from fabricmodel.ethereal import EtherealRank, Flow, SubFlow
 from fabricmodel.rocev2 import KIND_ACK
 from fabricmodel.topology import Hop
@@ -27,10 +30,6 @@ from fabricmodel.topology import Hop
 from .transport import SendQP
 from .wire import echo_sport
 
-POLICIES = ("ecmp", "ethereal", "spray", "reps")
-# the tc program each policy runs on every rank's interface (None: nothing on the path)
-PROGRAMS: dict[str, type[Program] | None] = {"ecmp": None, "ethereal": ebpf.Pin,
-                                             "spray": ebpf.Spray, "reps": ebpf.Reps}
 REPS_FIRST_WINDOW = 16
 ACK_PORT_TRIES = 256
 
@@ -56,13 +55,19 @@ def even_split(nbytes: int, parts: int, align: int) -> list[tuple[int, int]]:
 
 
 class Policy:
-    name = ""
+    """The hosts' side of one mechanism (`fabricmodel.policies.MECHANISMS`); `name` is the
+    registered policy's."""
+    mechanism = ""
+    program: type[Program] | None = None     # the tc program on every rank's interface
+    ack_every: int | None = None             # data packets per ACK it needs (None: any)
+    uses_fabric_view = False                 # plans paths: wants the fabric as installed
 
     def __init__(self, rank: int, ips: list[str], qps: int = 1, align: int = 1024,
-                 program: Program | None = None) -> None:
+                 program: Program | None = None, name: str = "") -> None:
         if not 1 <= qps <= 128:
             raise ValueError(f"QPs per connection must be 1..128 (NCCL's range), not {qps}")
-        if PROGRAMS[self.name] is not None and program is None:
+        self.name = name or self.mechanism
+        if self.program is not None and program is None:
             raise ValueError(f"policy {self.name} needs its eBPF program on the rank's "
                              "interface (collectives.launch attaches it)")
         self.rank, self.ips, self.qps, self.align = rank, ips, qps, align
@@ -83,18 +88,18 @@ class Policy:
 
 class Ecmp(Policy):
     """One fixed source port per QP: the QP follows one hashed path."""
-    name = "ecmp"
+    mechanism = "ecmp"
 
 
 class SprayPolicy(Policy):
     """ebpf/spray gives every data packet a random port; nothing to do per rank."""
-    name = "spray"
+    mechanism, program = "spray", ebpf.Spray
 
 
 class RepsPolicy(Policy):
     """ebpf/reps: every QP of this rank is a REPS connection; the receiver ACKs every packet
     (the runner sets ack_every=1), so every delivered packet's entropy comes back."""
-    name = "reps"
+    mechanism, program, ack_every = "reps", ebpf.Reps, 1
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -123,12 +128,12 @@ class Ethereal(Policy):
     ride its sub-flows (same QPs, same pinned ports), as the paper plans a flow once on
     arrival. Re-planning and re-pinning each 16 KiB slice cost 320-480 us of CPU, a third of
     the slice's time on a 96 Mbit/s link. A timeout (a path marked failed) forgets the plans."""
-    name = "ethereal"
+    mechanism, program, uses_fabric_view = "pinned", ebpf.Pin, True
 
     def __init__(self, rank: int, ips: list[str], qps: int = 1, align: int = 1024,
                  program: Program | None = None, planner: EtherealRank | None = None,
-                 hosts: list[str] | None = None) -> None:
-        super().__init__(rank, ips, qps, align, program)
+                 hosts: list[str] | None = None, name: str = "") -> None:
+        super().__init__(rank, ips, qps, align, program, name)
         self.planner, self.hosts = planner, hosts
         self.subs: dict[tuple[int, int], SubFlow] = {}
         self.pieces: dict[int, int] = {}          # peer -> QPs its flow is split over now
@@ -243,18 +248,30 @@ class Ethereal(Policy):
         return sub.sport
 
 
+HOSTS: dict[str, type[Policy]] = {cls.mechanism: cls
+                                  for cls in (Ecmp, SprayPolicy, RepsPolicy, Ethereal)}
+
+
+def host_class(name: str) -> type[Policy]:
+    """The class that runs registered policy `name` on a rank (ValueError if unknown)."""
+    return HOSTS[policies.get(name).mechanism]
+
+
+def program_of(name: str) -> type[Program] | None:
+    """The tc program policy `name` runs on every rank's interface (None: nothing)."""
+    return host_class(name).program
+
+
 def make_policy(name: str, rank: int, ips: list[str], *, qps: int = 1, seed: int = 0,
                 align: int = 1024, program: Program | None = None, topology=None,
                 hosts: list[str] | None = None, routing=None) -> Policy:
-    if name not in POLICIES:
-        raise ValueError(f"unknown load-balancing policy {name!r}; choose from {POLICIES}")
-    if name != "ethereal":
-        return {"ecmp": Ecmp, "spray": SprayPolicy, "reps": RepsPolicy}[name](
-            rank, ips, qps, align, program)
+    cls = host_class(name)
+    if cls is not Ethereal:
+        return cls(rank, ips, qps, align, program, name)
     planner = None
     if topology is not None:
         # every rank its own shuffle, another one per seed (Ethereal, arXiv 2407.00550:
         # "shuffled with the rank as seed")
         planner = EtherealRank(topology, hosts[rank], mtu=align, seed=seed << 16 | rank,
                                routing=routing)
-    return Ethereal(rank, ips, qps, align, program, planner, hosts)
+    return Ethereal(rank, ips, qps, align, program, planner, hosts, name)

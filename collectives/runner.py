@@ -18,6 +18,7 @@ from fabricmodel.topology import load
 
 from . import algorithms, fabric_view, fidelity, mcast, netreduce, switchml
 from .comm import CommConfig, Communicator
+from .lb import host_class
 from .results import write_jsonl
 from .transport import TransportConfig
 
@@ -86,8 +87,9 @@ def transport_config(spec: dict) -> TransportConfig:
     """The rank's transport: the launch seed varies the QPs' ports (other ECMP paths); REPS
     gets an ACK for every packet, so every delivered packet's entropy comes back."""
     opts = {"port_seed": spec.get("seed", 0)} | spec.get("transport", {})
-    if spec.get("policy") == "reps":
-        opts["ack_every"] = 1
+    ack_every = host_class(spec.get("policy", "ecmp")).ack_every
+    if ack_every is not None:
+        opts["ack_every"] = ack_every
     return TransportConfig(**opts)
 
 

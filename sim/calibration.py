@@ -14,12 +14,12 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from fabricmodel.policies import names as policy_names
 from figures.text import format_table
 
 # (demo collective/algo, simulator collective)
 CASES = (("allreduce/ring", "ring"), ("allreduce/halving-doubling", "halving-doubling"),
          ("alltoall/direct", "all-to-all"))
-POLICIES = ("ecmp", "spray", "reps", "ethereal")
 SIZE = 512 * 1024
 LINK_MBPS = 16.0
 MTU, WINDOW, QUEUE = 1024, 16, 256
@@ -67,7 +67,7 @@ def table(sim_rows: list[dict], emu: dict) -> str:
             "bandwidth bound ms", "sim vs ecmp", "emulation vs ecmp"]
     lines = []
     for demo_name, coll in CASES:
-        for policy in POLICIES:
+        for policy in policy_names():
             s, e = sim.get((coll, policy)), emu.get((demo_name, policy))
             se, ee = sim.get((coll, "ecmp")), emu.get((demo_name, "ecmp"))
             lines.append([demo_name, policy, f"{s:.1f}" if s else "-",

@@ -12,12 +12,13 @@ import click
 
 from controller.aggregation import MAX_WORKERS
 from controller.vclos import AllocationError
+from fabricmodel.policies import names as policy_names
 from fabricmodel.topology import Topology, TopologyError, fat_tree, leaf_spine, load
 from figures.text import format_table, parse_size
 from results.record import save_output, save_table
 from sim import args, report, sweep, tenants
 from sim import calibration as cal
-from sim.collective import POLICIES, run_case
+from sim.collective import run_case
 from sim.fabric import RECEIVERS, LinkSpec, Transport
 from sim.ideas import multicast_allgather
 from sim.ideas import netreduce as run_netreduce
@@ -108,7 +109,8 @@ def sweep_options(fn):
 @click.option("--collectives", "colls", default="all-to-all,halving-doubling", show_default=True,
               help=f"Comma-separated, of {', '.join(ALGORITHMS)}.")
 @click.option("--sizes", default="1MiB", show_default=True, help="Bytes per rank, comma-separated.")
-@click.option("--policies", default=",".join(POLICIES), show_default=True)
+@click.option("--policies", default=lambda: ",".join(policy_names()),
+              show_default="every registered policy")
 @click.option("--failures", default="0,1", show_default=True,
               help="Failed leaf-spine links per run, comma-separated counts.")
 @click.option("--gbps", type=click.FloatRange(min=1e-6), default=400.0, show_default=True)
@@ -135,7 +137,7 @@ def ethereal(hosts, leaves, topology, fat_tree_k, colls, sizes, policies, failur
     links."""
     topo = fabric(topology, hosts, leaves, fat_tree_k)
     algos = args.names(colls, ALGORITHMS, "collective", "--collectives")
-    pols = args.names(policies, POLICIES, "policy", "--policies")
+    pols = args.names(policies, policy_names(), "policy", "--policies")
     try:
         fails = [int(x) for x in failures.split(",") if x]
     except ValueError:
@@ -314,7 +316,7 @@ def calibrate(demo_jsonl, out_dir, workers, scheduler):
     topo = load(ROOT / "controller" / "topologies" / "leafspine-2x2.yaml")
     link = LinkSpec(cal.LINK_MBPS / 1e3, 0.0, cal.QUEUE)
     transport = Transport(mtu=cal.MTU, window=cal.WINDOW, rto_s=cal.RTO_S, cc=False)
-    cases = [(coll, cal.SIZE, (), policy, 0) for _, coll in cal.CASES for policy in cal.POLICIES]
+    cases = [(coll, cal.SIZE, (), policy, 0) for _, coll in cal.CASES for policy in policy_names()]
     outcome = run_cases(topo, cases, link, transport, out_dir / "calibration.jsonl",
                         workers=workers, scheduler=scheduler)
     report_failures(outcome)

@@ -22,25 +22,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fabricmodel import ethereal, hashing
+from fabricmodel import ethereal, hashing, policies
 from fabricmodel.topology import Topology
 from sim.fabric import MODES, LinkSpec, SimFabric, Transport, add_qps
 from sim.workloads import steps as make_steps
 
-POLICIES = ("ecmp", "spray", "reps", "ethereal")
 DEFAULT_LINK, DEFAULT_TRANSPORT = LinkSpec(), Transport()
 
 
 class Policy:
-    """Opens a rank's flows of a step as queue pairs the way `policy` does (the module doc),
-    and re-picks an Ethereal path on a timeout; shared by every collective of a run."""
+    """Opens a rank's flows of a step as queue pairs the way `policy` does (the module doc;
+    a policy of `fabricmodel.policies`, simulated by its mechanism), and re-picks an Ethereal
+    path on a timeout; shared by every collective of a run."""
 
     def __init__(self, fab: SimFabric, policy: str, seed: int = 0) -> None:
-        if policy not in POLICIES:
-            raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+        self.mechanism = policies.get(policy).mechanism
         self.fab, self.policy = fab, policy
         self.planners = {}
-        if policy == "ethereal":
+        if self.mechanism == "pinned":
             self.planners = {h.name: ethereal.EtherealRank(fab.topo, h.name, routing=fab.routing,
                                                            mtu=fab.transport.mtu)
                              for h in fab.hosts}
@@ -53,7 +52,7 @@ class Policy:
         if len({f.dst_qp for f in flows}) == 1:
             self.open_ranks(job, rank, step, [self.fab.index[f.dst] for f in flows],
                             [f.bytes for f in flows], flows[0].dst_qp)
-        elif self.policy == "ethereal":
+        elif self.mechanism == "pinned":
             e = self.fab.engine
             subs = self.planners[flows[0].src].plan(flows)
             for sub in subs:
@@ -68,7 +67,7 @@ class Policy:
         else:
             add_qps(self.fab.engine, job, rank, step, [self.fab.index[f.dst] for f in flows],
                     [f.bytes for f in flows], self.fab.transport.mtu,
-                    [f.connection_sport for f in flows], [MODES[self.policy]])
+                    [f.connection_sport for f in flows], [MODES[self.mechanism]])
 
     def open_ranks(self, job: int, rank: int, step: int, dsts, sizes, dst_qp: int) -> None:
         """`open` for flows from host `rank` to host ranks `dsts` of `sizes` bytes, all on NIC
@@ -76,7 +75,7 @@ class Policy:
         e, mtu = self.fab.engine, self.fab.transport.mtu
         if not len(dsts):
             return
-        if self.policy == "ethereal":
+        if self.mechanism == "pinned":
             plan = self.planners[self.fab.names[rank]].plan_ranks(dsts, sizes, dst_qp=dst_qp)
             for i in plan.pinned_rows():
                 for pin in plan.pins(int(i)):
@@ -85,13 +84,13 @@ class Policy:
             add_qps(e, job, rank, step, plan.dst, plan.bytes, mtu, plan.sport,
                     np.where(plan.path >= 0, MODES["pinned"], MODES["ecmp"]))
             return
-        if self.policy == "ecmp":
+        if self.mechanism == "ecmp":
             names = self.fab.names
             sports = hashing.connection_sports(names[rank], [names[d] for d in dsts], dst_qp)
         else:
             # spraying and REPS draw a port per packet: the connection's port is never read
             sports = np.zeros(len(dsts), dtype=np.int64)
-        add_qps(e, job, rank, step, dsts, sizes, mtu, sports, [MODES[self.policy]])
+        add_qps(e, job, rank, step, dsts, sizes, mtu, sports, [MODES[self.mechanism]])
 
     def timeout(self, qp: int) -> None:
         sub = self.subflows[qp]

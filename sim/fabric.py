@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fabricmodel import policies
 from fabricmodel.hashing import switch_salt
 from fabricmodel.routing import Routing
 from fabricmodel.topology import HOST_PORT, Topology
@@ -112,8 +113,8 @@ class Transport:
 
     def receiver_of(self, policy: str) -> str:
         """The receiver a policy's QPs get: go-back-N or selective repeat."""
-        mode = "pinned" if policy == "ethereal" else policy
-        return "go-back-N" if self.gbn_modes() >> MODES[mode] & 1 else "selective repeat"
+        mode = MODES[policies.get(policy).mechanism]
+        return "go-back-N" if self.gbn_modes() >> mode & 1 else "selective repeat"
 
 
 class SimFabric:

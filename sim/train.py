@@ -11,12 +11,12 @@ from pathlib import Path
 
 import click
 
+from fabricmodel.policies import names as policy_names
 from fabricmodel.topology import TopologyError, load
 from figures import png
 from figures.text import format_table, parse_size
 from results.record import save_output
 from sim import args, sweep
-from sim.collective import POLICIES
 from sim.dag_run import DagRun, training_transport
 from sim.fabric import LinkSpec
 from workloads import chakra, generators, hierarchy, megatron, pytorch_et
@@ -179,7 +179,7 @@ def print_megatron_table(out_dir: Path) -> None:
 @click.option("--intra-gbs", help="Intra-host GB/s per GPU and direction, comma-separated "
               "[default: the host's NVLink: A100 300, H100 450; PCIe Gen4 32].")
 @click.option("--policies", default="ecmp", show_default=True,
-              help=f"Comma-separated, of {', '.join(POLICIES)}.")
+              help="Comma-separated, of fabricmodel.policies' names.")
 @click.option("--allreduce", default="ring", show_default=True,
               help=f"Comma-separated, of {', '.join(hierarchy.ALLREDUCE)}.")
 @click.option("--allgather", default="ring", show_default=True,
@@ -228,7 +228,7 @@ def train(model, parallelism, gpus, host_kind, gpus_per_host, intra_gbs, policie
     counts = args.numbers(gpus, "--gpus", int)
     intras = [g * GB for g in args.numbers(intra_gbs, "--intra-gbs")] if intra_gbs else \
         [gpu_spec.nvlink_bytes_s]
-    pols = args.names(policies, POLICIES, "policy", "--policies")
+    pols = args.names(policies, policy_names(), "policy", "--policies")
     ars = args.names(allreduce, hierarchy.ALLREDUCE, "all-reduce algorithm", "--allreduce")
     ags = args.names(allgather, hierarchy.ALLGATHER, "all-gather algorithm", "--allgather")
     seg = parse_size(segment)
@@ -301,7 +301,7 @@ def trace(prefix, topology, gpus_per_host, comm_groups, intra_gbs, policies, all
         raise click.BadParameter(f"{topo.name} has {len(topo.hosts)} hosts; the trace needs "
                                  f"{hosts}", param_hint="--topology")
     intras = [g * GB for g in args.numbers(intra_gbs, "--intra-gbs")]
-    pols = args.names(policies, POLICIES, "policy", "--policies")
+    pols = args.names(policies, policy_names(), "policy", "--policies")
     ars = args.names(allreduce, hierarchy.ALLREDUCE, "all-reduce algorithm", "--allreduce")
     ags = args.names(allgather, hierarchy.ALLGATHER, "all-gather algorithm", "--allgather")
     seg = parse_size(segment)

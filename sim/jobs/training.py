@@ -23,6 +23,7 @@ from pathlib import Path
 import click
 
 from controller.vclos import AllocationError
+from fabricmodel import policies
 from fabricmodel.topology import Topology
 from figures.text import format_table
 from results.record import save_output
@@ -32,7 +33,7 @@ from sim.fabric import MODES, LinkSpec
 from sim.tenants import slice_pins, unaware_placement, vclos_slices
 from workloads.dag import Workload
 
-SHARED = ("ecmp", "spray", "reps", "ethereal")
+SHARED = policies.names()
 SCHEMES = ("vclos", *SHARED)
 
 

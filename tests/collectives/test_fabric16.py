@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from collectives.launch import launch
-from collectives.lb import POLICIES
 from collectives.native import default_backend
+from fabricmodel.policies import names as policy_names
 from tests.conftest import NetnsFactory
 from tests.netns_fabric import build
 
@@ -31,7 +31,7 @@ def fabric(tmp_path_factory):
         factory.cleanup()
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", policy_names())
 def test_sixteen_hosts_every_policy_exact(fabric, policy):
     hosts = sorted(fabric.topo.hosts.values(), key=lambda h: h.rank)
     assert len(hosts) == 16
