@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from ..thrift.standard import (
-    BmMatchParam,
-    BmMatchParamExact,
-    BmMatchParamLPM,
-    BmMatchParamRange,
-    BmMatchParamTernary,
-    BmMatchParamType,
-    BmMatchParamValid,
-)
+from ..thrift.standard import BmMatchParam
+from ..thrift.values import exact_param, lpm_param, range_param, ternary_param, valid_param
 
 
 class InputError(ValueError):
@@ -87,8 +80,7 @@ def match_key(table, args: list[str]) -> list[BmMatchParam]:
     out = []
     for text, (_, kind, width) in zip(args, table.key, strict=True):
         if kind == "exact":
-            out.append(BmMatchParam(type=BmMatchParamType.EXACT,
-                                    exact=BmMatchParamExact(_field(text, width, KeyError_))))
+            out.append(exact_param(_field(text, width, KeyError_)))
         elif kind == "lpm":
             prefix, sep, length = text.partition("/")
             if not sep or "/" in length:
@@ -99,23 +91,20 @@ def match_key(table, args: list[str]) -> list[BmMatchParam]:
             except ValueError:
                 raise KeyError_(f"Invalid LPM value {text}, the prefix length is not an "
                                 "integer") from None
-            out.append(BmMatchParam(type=BmMatchParamType.LPM, lpm=BmMatchParamLPM(
-                _field(prefix, width, KeyError_), plen)))
+            out.append(lpm_param(_field(prefix, width, KeyError_), plen))
         elif kind in ("ternary", "optional"):
             parts = text.split("&&&")
             if len(parts) != 2:
                 raise KeyError_(f"Invalid ternary value {text}, use '&&&' to separate key and "
                                 "mask")
             key, mask = (_field(p, width, KeyError_) for p in parts)
-            out.append(BmMatchParam(type=BmMatchParamType.TERNARY,
-                                    ternary=BmMatchParamTernary(key, mask)))
+            out.append(ternary_param(key, mask))
         elif kind == "valid":
             try:
                 valid = bool(int(text))
             except ValueError:
                 raise KeyError_(f"Invalid valid value {text}, use 0 or 1") from None
-            out.append(BmMatchParam(type=BmMatchParamType.VALID,
-                                    valid=BmMatchParamValid(valid)))
+            out.append(valid_param(valid))
         elif kind == "range":
             parts = text.split("->")
             if len(parts) != 2:
@@ -124,8 +113,7 @@ def match_key(table, args: list[str]) -> list[BmMatchParam]:
             start, end = (_field(p, width, KeyError_) for p in parts)
             if start > end:
                 raise KeyError_(f"start is less than end in expression {text}")
-            out.append(BmMatchParam(type=BmMatchParamType.RANGE,
-                                    range=BmMatchParamRange(start, end)))
+            out.append(range_param(start, end))
         else:
             raise KeyError_(f"match kind '{kind}' is not supported")
     return out

@@ -14,6 +14,7 @@ from .standard import (
     BmMatchParamRange,
     BmMatchParamTernary,
     BmMatchParamType,
+    BmMatchParamValid,
     BmMeterRateConfig,
 )
 
@@ -119,6 +120,27 @@ def _kind(kind) -> str:
     return MatchType.Name(kind).lower()
 
 
+# BMv2's match parameters, one constructor per kind (keys big-endian, of the field's width)
+def exact_param(key: bytes) -> BmMatchParam:
+    return BmMatchParam(type=BmMatchParamType.EXACT, exact=BmMatchParamExact(key))
+
+
+def lpm_param(key: bytes, prefix_length: int) -> BmMatchParam:
+    return BmMatchParam(type=BmMatchParamType.LPM, lpm=BmMatchParamLPM(key, prefix_length))
+
+
+def ternary_param(key: bytes, mask: bytes) -> BmMatchParam:
+    return BmMatchParam(type=BmMatchParamType.TERNARY, ternary=BmMatchParamTernary(key, mask))
+
+
+def range_param(start: bytes, end: bytes) -> BmMatchParam:
+    return BmMatchParam(type=BmMatchParamType.RANGE, range=BmMatchParamRange(start, end))
+
+
+def valid_param(valid: bool) -> BmMatchParam:
+    return BmMatchParam(type=BmMatchParamType.VALID, valid=BmMatchParamValid(valid))
+
+
 def to_match_params(table, matches) -> list[BmMatchParam]:
     """P4Runtime field matches (omitted = don't care) -> BMv2 params in key order."""
     given = {fm.field_id: fm for fm in matches}
@@ -132,16 +154,14 @@ def to_match_params(table, matches) -> list[BmMatchParam]:
         def raw(b, width=width):
             return _fixed(int.from_bytes(b, "big"), width)
         if kind == MatchType.EXACT:
-            out.append(BmMatchParam(type=BmMatchParamType.EXACT,
-                                    exact=BmMatchParamExact(raw(fm.exact.value))))
+            out.append(exact_param(raw(fm.exact.value)))
         elif kind == MatchType.LPM:
             key, plen = (raw(fm.lpm.value), fm.lpm.prefix_len) if which else (_fixed(0, width), 0)
-            out.append(BmMatchParam(type=BmMatchParamType.LPM, lpm=BmMatchParamLPM(key, plen)))
+            out.append(lpm_param(key, plen))
         elif kind == MatchType.RANGE:
             low, high = (raw(fm.range.low), raw(fm.range.high)) if which else \
                 (_fixed(0, width), _fixed(full, width))
-            out.append(BmMatchParam(type=BmMatchParamType.RANGE,
-                                    range=BmMatchParamRange(low, high)))
+            out.append(range_param(low, high))
         else:   # ternary and optional are ternary in BMv2
             if which == "ternary":
                 key, mask = raw(fm.ternary.value), raw(fm.ternary.mask)
@@ -149,8 +169,7 @@ def to_match_params(table, matches) -> list[BmMatchParam]:
                 key, mask = raw(fm.optional.value), _fixed(full, width)
             else:
                 key, mask = _fixed(0, width), _fixed(0, width)
-            out.append(BmMatchParam(type=BmMatchParamType.TERNARY,
-                                    ternary=BmMatchParamTernary(key, mask)))
+            out.append(ternary_param(key, mask))
     return out
 
 

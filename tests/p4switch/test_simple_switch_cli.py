@@ -49,6 +49,13 @@ SESSION = [
     ("table_indirect_add_with_group ecmp 0x9000 => 0",
      "Adding entry to indirect match table MyIngress.ecmp\nEntry has been added with handle 0\n"),
     ("act_prof_dump_group ecmp_selector 0", "Dumping group 0\nMembers: [0]\n"),
+    # the table_indirect_* forms run the act_prof_* command on the table's profile
+    ("table_indirect_create_member ecmp set_port 5", "Member has been created with handle 1\n"),
+    ("table_dump_member ecmp 1", "Dumping member 1\nAction entry: MyIngress.set_port - 05\n"),
+    ("table_indirect_delete mac_table 0", "Error: Cannot run this command on non-indirect table\n"),
+    ("act_prof_delete_group ecmp_selector x", "Error: Bad format for group handle\n"),
+    ("table_delete mac_table", "Error: Wrong number of args, expected 2 but got 1\n"),
+    ("table_add mac_table set_port", "Error: Insufficient number of args\n"),
     ("counter_read port_packets 3", "port_packets[3]= (0 bytes, 0 packets)\n"),
     ("counter_read port_packets 16", "Invalid counter operation (INVALID_INDEX)\n"),
     ("meter_set_rates port_meter 0 2:1 1:1", "Invalid meter operation (INVALID_INFO_RATE_VALUE)\n"),
@@ -65,6 +72,11 @@ SESSION = [
     ("mc_node_associate 1 0", "Associating node 0 to multicast group 1\n"),
     ("mc_dump", "==========\nMC ENTRIES\n**********\nmgrp(1)\n"
      "  -> (L1h=0, rid=2) -> (ports=[1, 5, 8], lags=[1, 3])\n==========\nLAGS\n==========\n"),
+    ("mc_set_lag_membership 1 6 9 12", "Setting lag membership: 1 <- 1001001000000\n"),
+    # BMv2's CLI prints the last node's ports on each LAG line (its CLI_tests' mc_dump.out)
+    ("mc_dump", "==========\nMC ENTRIES\n**********\nmgrp(1)\n"
+     "  -> (L1h=0, rid=2) -> (ports=[1, 5, 8], lags=[1, 3])\n==========\nLAGS\n"
+     "lag(1) -> ports=[1, 5, 8]\n==========\n"),
     ("mirroring_add 5 3", ""),
     ("mirroring_get 5", "MirroringSessionConfig(port=3, mgid=None)\n"),
     ("mirroring_get 6", "Invalid mirroring operation (SESSION_NOT_FOUND)\n"),
