@@ -42,13 +42,18 @@ class ProfileCalls:
             raise fail("BAD_ACTION_DATA") from None
 
     @staticmethod
-    def _free_id(state, profile, kind) -> int:
+    def _read(state, profile, kind, **ids) -> list:
+        """The profile's members (kind "action_profile_member") or groups, all or by id."""
+        cls = p4runtime_pb2.ActionProfileMember if kind == "action_profile_member" \
+            else p4runtime_pb2.ActionProfileGroup
+        found = Bridge.read(state, **{kind: cls(action_profile_id=profile.preamble.id, **ids)})
+        return [getattr(e, kind) for e in found]
+
+    @classmethod
+    def _free_id(cls, state, profile, kind) -> int:
         """The lowest id no member (group) of the profile has, P4Runtime's included."""
-        pid = profile.preamble.id
-        query = {kind: (p4runtime_pb2.ActionProfileMember if kind == "action_profile_member"
-                        else p4runtime_pb2.ActionProfileGroup)(action_profile_id=pid)}
         attr = "member_id" if kind == "action_profile_member" else "group_id"
-        used = {getattr(getattr(e, kind), attr) for e in Bridge.read(state, **query)}
+        used = {getattr(m, attr) for m in cls._read(state, profile, kind)}
         candidate = 1
         while candidate in used:
             candidate += 1
@@ -107,20 +112,18 @@ class ProfileCalls:
     def bm_mt_act_prof_get_members(self, cxt_id, act_prof_name):
         with self._state() as state:
             profile = self._profile(state, act_prof_name)
-            found = Bridge.read(state, action_profile_member=p4runtime_pb2.ActionProfileMember(
-                action_profile_id=profile.preamble.id))
-            members = [self._bm_member(state, profile, e.action_profile_member) for e in found]
+            members = [self._bm_member(state, profile, m)
+                       for m in self._read(state, profile, "action_profile_member")]
             return sorted(members, key=lambda m: m.mbr_handle)
 
     def bm_mt_act_prof_get_member(self, cxt_id, act_prof_name, mbr_handle):
         with self._state() as state:
             profile = self._profile(state, act_prof_name)
             mid = self._member(state, profile, mbr_handle)
-            found = Bridge.read(state, action_profile_member=p4runtime_pb2.ActionProfileMember(
-                action_profile_id=profile.preamble.id, member_id=mid))
+            found = self._read(state, profile, "action_profile_member", member_id=mid)
             if not found:
                 raise fail("INVALID_MBR_HANDLE")
-            return self._bm_member(state, profile, found[0].action_profile_member)
+            return self._bm_member(state, profile, found[0])
 
     def _bm_member(self, state, profile, member) -> BmMtActProfMember:
         info = state.schema.action(member.action.action_id)
@@ -150,11 +153,10 @@ class ProfileCalls:
             state.group_handles(profile.preamble.id).remove(grp_handle)
 
     def _change_group(self, state, profile, gid, mid, add: bool):
-        found = Bridge.read(state, action_profile_group=p4runtime_pb2.ActionProfileGroup(
-            action_profile_id=profile.preamble.id, group_id=gid))
+        found = self._read(state, profile, "action_profile_group", group_id=gid)
         if not found:
             raise fail("INVALID_GRP_HANDLE")
-        group = found[0].action_profile_group
+        group = found[0]
         ids = [m.member_id for m in group.members]
         if add and mid in ids:
             raise fail("MBR_ALREADY_IN_GRP")
@@ -184,20 +186,18 @@ class ProfileCalls:
     def bm_mt_act_prof_get_groups(self, cxt_id, act_prof_name):
         with self._state() as state:
             profile = self._profile(state, act_prof_name)
-            found = Bridge.read(state, action_profile_group=p4runtime_pb2.ActionProfileGroup(
-                action_profile_id=profile.preamble.id))
-            groups = [self._bm_group(state, profile, e.action_profile_group) for e in found]
+            groups = [self._bm_group(state, profile, g)
+                      for g in self._read(state, profile, "action_profile_group")]
             return sorted(groups, key=lambda g: g.grp_handle)
 
     def bm_mt_act_prof_get_group(self, cxt_id, act_prof_name, grp_handle):
         with self._state() as state:
             profile = self._profile(state, act_prof_name)
             gid = self._group(state, profile, grp_handle)
-            found = Bridge.read(state, action_profile_group=p4runtime_pb2.ActionProfileGroup(
-                action_profile_id=profile.preamble.id, group_id=gid))
+            found = self._read(state, profile, "action_profile_group", group_id=gid)
             if not found:
                 raise fail("INVALID_GRP_HANDLE")
-            return self._bm_group(state, profile, found[0].action_profile_group)
+            return self._bm_group(state, profile, found[0])
 
     def _bm_group(self, state, profile, group) -> BmMtActProfGroup:
         members = state.member_handles(profile.preamble.id)

@@ -192,7 +192,7 @@ class TableCalls:
         return found[0].table_entry
 
     # --- indirect entries ------------------------------------------------------------------
-    def _indirect(self, state, table_name, with_selector=None):
+    def _indirect(self, state, table_name):
         table = self._table(state, table_name)
         if not table.implementation_id:
             raise fail("WRONG_TABLE_TYPE")
@@ -210,47 +210,46 @@ class TableCalls:
             raise fail("INVALID_GRP_HANDLE")
         return gid
 
-    def bm_mt_indirect_add_entry(self, cxt_id, table_name, match_key, mbr_handle, options):
+    def _point_at(self, state, table, entry, handle, group: bool) -> None:
+        """Make the entry's action a member (or a group) of the table's action profile."""
+        if group:
+            entry.action.action_profile_group_id = self._group_id(state, table, handle)
+        else:
+            entry.action.action_profile_member_id = self._member_id(state, table, handle)
+
+    def _add_indirect(self, table_name, match_key, handle, options, group: bool) -> int:
         with self._state() as state:
             table = self._indirect(state, table_name)
             entry = self._new_entry(state, table, match_key, options)
-            entry.action.action_profile_member_id = self._member_id(state, table, mbr_handle)
+            self._point_at(state, table, entry, handle, group)
             return self._insert(state, table, entry, match_key)
+
+    def _modify_indirect(self, table_name, entry_handle, handle, group: bool) -> None:
+        """Point an entry (the default entry when entry_handle is None) somewhere else."""
+        with self._state() as state:
+            table = self._indirect(state, table_name)
+            entry = p4runtime_pb2.TableEntry(table_id=table.id, is_default_action=True) \
+                if entry_handle is None else self._key(state, table, entry_handle)
+            self._point_at(state, table, entry, handle, group)
+            self._write(state, Update.MODIFY, table_entry=entry)
+
+    def bm_mt_indirect_add_entry(self, cxt_id, table_name, match_key, mbr_handle, options):
+        return self._add_indirect(table_name, match_key, mbr_handle, options, group=False)
 
     def bm_mt_indirect_ws_add_entry(self, cxt_id, table_name, match_key, grp_handle, options):
-        with self._state() as state:
-            table = self._indirect(state, table_name)
-            entry = self._new_entry(state, table, match_key, options)
-            entry.action.action_profile_group_id = self._group_id(state, table, grp_handle)
-            return self._insert(state, table, entry, match_key)
+        return self._add_indirect(table_name, match_key, grp_handle, options, group=True)
 
     def bm_mt_indirect_modify_entry(self, cxt_id, table_name, entry_handle, mbr_handle):
-        with self._state() as state:
-            table = self._indirect(state, table_name)
-            entry = self._key(state, table, entry_handle)
-            entry.action.action_profile_member_id = self._member_id(state, table, mbr_handle)
-            self._write(state, Update.MODIFY, table_entry=entry)
+        self._modify_indirect(table_name, entry_handle, mbr_handle, group=False)
 
     def bm_mt_indirect_ws_modify_entry(self, cxt_id, table_name, entry_handle, grp_handle):
-        with self._state() as state:
-            table = self._indirect(state, table_name)
-            entry = self._key(state, table, entry_handle)
-            entry.action.action_profile_group_id = self._group_id(state, table, grp_handle)
-            self._write(state, Update.MODIFY, table_entry=entry)
+        self._modify_indirect(table_name, entry_handle, grp_handle, group=True)
 
     def bm_mt_indirect_set_default_member(self, cxt_id, table_name, mbr_handle):
-        with self._state() as state:
-            table = self._indirect(state, table_name)
-            entry = p4runtime_pb2.TableEntry(table_id=table.id, is_default_action=True)
-            entry.action.action_profile_member_id = self._member_id(state, table, mbr_handle)
-            self._write(state, Update.MODIFY, table_entry=entry)
+        self._modify_indirect(table_name, None, mbr_handle, group=False)
 
     def bm_mt_indirect_ws_set_default_group(self, cxt_id, table_name, grp_handle):
-        with self._state() as state:
-            table = self._indirect(state, table_name)
-            entry = p4runtime_pb2.TableEntry(table_id=table.id, is_default_action=True)
-            entry.action.action_profile_group_id = self._group_id(state, table, grp_handle)
-            self._write(state, Update.MODIFY, table_entry=entry)
+        self._modify_indirect(table_name, None, grp_handle, group=True)
 
     # --- reading entries -------------------------------------------------------------------
     def bm_mt_get_entries(self, cxt_id, table_name):
