@@ -119,12 +119,54 @@ def run_command(args, no_p4, interfaces, device_id, grpc_addr, server_ssl, grpc_
     grpc_addr = _merged(grpc_addr, target["grpc_server_addr"], "--grpc-server-addr") \
         or "127.0.0.1:9559"
     cpu_port = _merged(cpu_port, target["cpu_port"], "--cpu-port")
-    server_ssl = server_ssl or target["server_ssl"]
-    client_auth = client_auth or target["client_auth"]
-    grpc_server_cert = _merged(grpc_server_cert, target["grpc_server_cert"], "--grpc-server-cert")
-    grpc_server_key = _merged(grpc_server_key, target["grpc_server_key"], "--grpc-server-key")
-    grpc_server_cacert = _merged(grpc_server_cacert, target["grpc_server_cacert"],
-                                 "--grpc-server-cacert")
+    tls = _server_tls(server_ssl or target["server_ssl"],
+                      _merged(grpc_server_cert, target["grpc_server_cert"], "--grpc-server-cert"),
+                      _merged(grpc_server_key, target["grpc_server_key"], "--grpc-server-key"),
+                      _merged(grpc_server_cacert, target["grpc_server_cacert"],
+                              "--grpc-server-cacert"),
+                      client_auth or target["client_auth"])
+    _check_switch_options(program, no_p4, interfaces, cpu_port, target, bmv2, log_console,
+                          log_file, pcap_dir)
+    _log_file_notes(bmv2, log_file)
+    bmv2_options.report_notes({**bmv2, **target})
+    per_packet = bool(log_console or log_file) and \
+        bmv2["log_level"] in bmv2_options.PER_PACKET_LEVELS
+    dump_bytes = _dump_bytes(bmv2["dump_packet_data"], bmv2["log_level"], log_console or log_file)
+    config = _load_program(program, include_dirs) if program else None
+    backend = _backend(backend, per_packet or dump_bytes or pcap_dir, program, config)
+    from .log import EventLog
+    log = EventLog(log_console, log_file, per_packet=per_packet, dump_bytes=dump_bytes)
+    tm = _queues(backend, queue_rate, queue_depth)
+    device = _open_device(backend, interfaces, cpu_port, tm, io_mode, log, pcap_dir)
+    server, service, bound = _serve_p4runtime(device, device_id, grpc_addr, tls,
+                                              p4runtime_strict, program, config)
+    thrift = _start_thrift(service, bmv2, device_id)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    from .control import ControlServer
+    from .link_monitor import LinkMonitor
+    control = ControlServer(control_socket, tm) if control_socket else None
+    device.start()
+    links = LinkMonitor(device.ports, service.port_status)
+    links.start()
+    _announce(device_id, backend, interfaces, cpu_port, grpc_addr, bound, tls, thrift)
+    while not stop.wait(1.0):
+        pass
+    print("p4switch: shutting down", file=sys.stderr, flush=True)
+    server.stop(grace=0.5).wait()
+    if thrift:
+        thrift.close()
+    links.stop()
+    if control:
+        control.close()
+    device.stop()
+    log.close()
+
+
+def _check_switch_options(program, no_p4, interfaces, cpu_port, target, bmv2, log_console,
+                          log_file, pcap_dir):
+    """The checks between options, before anything is opened."""
     if bool(program) == no_p4:
         raise click.UsageError("give either PROGRAM or --no-p4")
     if cpu_port is not None and cpu_port in interfaces:
@@ -138,45 +180,44 @@ def run_command(args, no_p4, interfaces, device_id, grpc_addr, server_ssl, grpc_
         raise click.UsageError("--log-console and --log-file are exclusive (as in BMv2)")
     if pcap_dir is not None and not os.path.isdir(pcap_dir):
         raise click.BadParameter(f"directory '{pcap_dir}' does not exist", param_hint="--pcap")
-    _log_file_notes(bmv2, log_file)
-    bmv2_options.report_notes({**bmv2, **target})
-    per_packet = bool(log_console or log_file) and bmv2["log_level"] in bmv2_options.PER_PACKET_LEVELS
-    dump_bytes = _dump_bytes(bmv2["dump_packet_data"], bmv2["log_level"], log_console or log_file)
-    tls = _server_tls(server_ssl, grpc_server_cert, grpc_server_key, grpc_server_cacert,
-                      client_auth)
-    from p4.v1 import p4runtime_pb2
 
-    from ..runtime.credentials import plaintext_warning
-    from ..runtime.errors import P4RuntimeError
-    from ..runtime.server import serve
-    from .control import ControlServer
-    from .device import Device
-    from .link_monitor import LinkMonitor
-    from .log import EventLog
-    from .traffic_manager import TrafficManager
 
-    config = _load_program(program, include_dirs) if program else None
-    backend = _backend(backend, per_packet or dump_bytes or pcap_dir, program, config)
+def _queues(backend, queue_rate, queue_depth):
+    """The egress queues of the backend, with the command line's rates and depths (the
+    all-ports setting first, so a per-port one overrides it)."""
     if backend == "native":
-        from .native_device import NativeDevice, NativeQueues
+        from .native_device import NativeQueues
         tm = NativeQueues()
     else:
+        from .traffic_manager import TrafficManager
         tm = TrafficManager()
     for port, (rate, unit) in sorted(queue_rate, key=lambda s: s[0] is not None):
         tm.set_rate(port, rate, unit)
     for port, depth in sorted(queue_depth, key=lambda s: s[0] is not None):
         tm.set_depth(port, depth)
-    log = EventLog(log_console, log_file, per_packet=per_packet, dump_bytes=dump_bytes)
+    return tm
+
+
+def _open_device(backend, interfaces, cpu_port, tm, io_mode, log, pcap_dir):
     try:
         if backend == "native":
-            device = NativeDevice(interfaces, cpu_port, tm, io_mode)
-        else:
-            device = Device(interfaces, cpu_port, tm, log, pcap_dir)
+            from .native_device import NativeDevice
+            return NativeDevice(interfaces, cpu_port, tm, io_mode)
+        from .device import Device
+        return Device(interfaces, cpu_port, tm, log, pcap_dir)
     except OSError as exc:
         raise click.ClickException(f"cannot open the ports: {exc}") from None
+
+
+def _serve_p4runtime(device, device_id, grpc_addr, tls, strict, program, config):
+    """The P4Runtime server, with the command line's program installed: (server, service,
+    bound port). A failure closes the device and exits with the reason."""
+    from p4.v1 import p4runtime_pb2
+
+    from ..runtime.errors import P4RuntimeError
+    from ..runtime.server import serve
     try:
-        server, service, bound = serve(device, device_id, grpc_addr, tls=tls,
-                                       strict=p4runtime_strict)
+        server, service, bound = serve(device, device_id, grpc_addr, tls=tls, strict=strict)
     except (OSError, RuntimeError) as exc:
         device.close()
         raise click.ClickException(str(exc)) from None
@@ -188,34 +229,21 @@ def run_command(args, no_p4, interfaces, device_id, grpc_addr, server_ssl, grpc_
             server.stop(grace=0)
             device.close()
             raise click.ClickException(f"{program}: {exc.message}") from None
-    thrift = _start_thrift(service, bmv2, device_id)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    control = ControlServer(control_socket, tm) if control_socket else None
-    device.start()
-    links = LinkMonitor(device.ports, service.port_status)
-    links.start()
-    host = grpc_addr.rsplit(":", 1)[0]
+    return server, service, bound
+
+
+def _announce(device_id, backend, interfaces, cpu_port, grpc_addr, bound, tls, thrift):
+    """The line on stdout that says the switch is up and where it listens (what
+    SwitchProcess and scripts wait for)."""
+    from ..runtime.credentials import plaintext_warning
     warning = plaintext_warning(grpc_addr, tls)
     if warning:
         print(f"p4switch: warning: {warning}", file=sys.stderr, flush=True)
+    host = grpc_addr.rsplit(":", 1)[0]
     ports = ", ".join(f"{n}@{name}" for n, name in sorted(interfaces.items())) or "none"
     thrift_line = f", Thrift server listening on {thrift.address}" if thrift else ""
     print(f"p4switch: device {device_id}, {backend} backend, ports {ports}, cpu port {cpu_port}, "
           f"P4Runtime server listening on {host}:{bound}{thrift_line}", flush=True)
-
-    while not stop.wait(1.0):
-        pass
-    print("p4switch: shutting down", file=sys.stderr, flush=True)
-    server.stop(grace=0.5).wait()
-    if thrift:
-        thrift.close()
-    links.stop()
-    if control:
-        control.close()
-    device.stop()
-    log.close()
 
 
 def _server_tls(server_ssl, cert, key, cacert, client_auth):
