@@ -71,6 +71,15 @@ def _join(a: Num, b: Num) -> tuple[int, bool]:
     return max(a.swidth(), b.swidth()), True
 
 
+# BMv2's operators on headers, unions and stacks -> the Exprs method that lowers each
+_HEADER_OPS = {
+    "valid": "valid", "valid_union": "valid_union",
+    "dereference_header_stack": "header_of_stack", "dereference_union_stack": "union_of_stack",
+    "access_field": "header_field", "access_union_header": "union_member",
+    "last_stack_index": "last_index", "size_stack": "stack_size",
+}
+
+
 class Exprs:
     """Expression translation; the owner supplies `field(J)`, `header_code(J)` and the
     context (`locals` for runtime data, `pre` for statements an expression needs first)."""
@@ -204,6 +213,8 @@ class Exprs:
         op = e["op"].str()
         left = e.get("left")
         right = e.get("right")
+        if op in _HEADER_OPS:
+            return getattr(self, _HEADER_OPS[op])(left, right, e)
         if op in ("+", "-", "*", "&", "|", "^", "<<") and left.value is not None:
             return self.ring(op, self.num(left), self.num(right), e)
         if op == "-":                                 # unary minus
@@ -222,16 +233,6 @@ class Exprs:
             return ("bool", f"({self.boolean(left)} {sym} {self.boolean(right)})")
         if op == "not":
             return ("bool", f"(!{self.boolean(right)})")
-        if op == "valid":
-            r = self.expr(right)
-            if isinstance(r, Num) or r[0] != "header":
-                right.fail("valid needs a header")
-            return ("bool", f"{r[1]}.isValid()")
-        if op == "valid_union":
-            r = self.expr(right)
-            if isinstance(r, Num) or r[0] != "union":
-                right.fail("valid_union needs a header union")
-            return ("bool", f"{r[1]}.isValid()")
         if op == "d2b":
             a = self.num(right)
             return ("bool", f"({a.mod(a.width)} != {a.width}w0)")
@@ -239,63 +240,77 @@ class Exprs:
             cond = self.boolean(right)
             return Num(1, False, lambda w: f"({cond} ? {w}w1 : {w}w0)", where=e)
         if op == "?":
-            cond = self.boolean(e["cond"])
-            a, b = self.expr(left), self.expr(right)
-            if isinstance(a, Num) and isinstance(b, Num):
-                width, signed = _join(a, b)
-                return Num(width, signed, lambda w: f"({cond} ? {a.mod(w)} : {b.mod(w)})", where=e)
-            if not isinstance(a, Num) and not isinstance(b, Num) and a[0] == b[0] == "bool":
-                return ("bool", f"({cond} ? {a[1]} : {b[1]})")
-            e.fail("the two sides of ?: must both be numbers or both booleans")
+            return self.conditional(self.boolean(e["cond"]), left, right, e)
         if op == "two_comp_mod":
-            a, n = self.num(left), self.num(right)
-            if n.const is None or not 1 <= n.const <= MAX_WIDTH:
-                right.fail("two_comp_mod needs a constant width")
-            c = n.const
-
-            def mod(w):
-                inner = f"((int<{c}>){a.mod(c)})"
-                return f"((bit<{w}>){inner})" if w == c else f"((bit<{w}>)((int<{w}>){inner}))"
-            return Num(c, True, mod, where=e)
-        if op == "dereference_header_stack":
-            s = self.expr(left)
-            if isinstance(s, Num) or s[0] != "stack":
-                left.fail("must be a header stack")
-            return ("header", f"{s[1]}[{self.index(right)}]", s[2])
-        if op == "dereference_union_stack":
-            s = self.expr(left)
-            if isinstance(s, Num) or s[0] != "ustack":
-                left.fail("must be a header union stack")
-            return ("union", f"{s[1]}[{self.index(right)}]", s[2])
-        if op == "access_field":
-            h = self.expr(left)
-            if isinstance(h, Num) or h[0] != "header":
-                left.fail("must be a header")
-            k = right.int(0)
-            if k >= len(h[2].fields):
-                right.fail(f"header type {h[2].name!r} has {len(h[2].fields)} fields")
-            _, p4, w, signed = h[2].fields[k]
-            if w == "*":
-                right.fail("is the variable-length field, which p4switch does not compute with")
-            return field_num(f"{h[1]}.{p4}", w, signed, e)
-        if op == "access_union_header":
-            u = self.expr(left)
-            if isinstance(u, Num) or u[0] != "union":
-                left.fail("must be a header union")
-            members = self.union_types[u[2]][1]
-            k = right.int(0, len(members) - 1)
-            return ("header", f"{u[1]}.{members[k][1]}", members[k][2])
-        if op == "last_stack_index":
-            s = self.expr(right)
-            if isinstance(s, Num) or s[0] not in ("stack", "ustack"):
-                right.fail("must be a header stack")
-            return field_num(f"{s[1]}.lastIndex", 32, False, e)
-        if op == "size_stack":
-            s = self.expr(right)
-            if isinstance(s, Num) or s[0] not in ("stack", "ustack"):
-                right.fail("must be a header stack")
-            return field_num(f"({s[1]}.lastIndex + 32w1)", 32, False, e)
+            return self.two_comp_mod(left, right, e)
         e["op"].fail(f"unknown expression operator {op!r}")
+
+    def conditional(self, cond: str, left: J, right: J, e: J):
+        a, b = self.expr(left), self.expr(right)
+        if isinstance(a, Num) and isinstance(b, Num):
+            width, signed = _join(a, b)
+            return Num(width, signed, lambda w: f"({cond} ? {a.mod(w)} : {b.mod(w)})", where=e)
+        if not isinstance(a, Num) and not isinstance(b, Num) and a[0] == b[0] == "bool":
+            return ("bool", f"({cond} ? {a[1]} : {b[1]})")
+        e.fail("the two sides of ?: must both be numbers or both booleans")
+
+    def two_comp_mod(self, left: J, right: J, e: J) -> Num:
+        a, n = self.num(left), self.num(right)
+        if n.const is None or not 1 <= n.const <= MAX_WIDTH:
+            right.fail("two_comp_mod needs a constant width")
+        c = n.const
+
+        def mod(w):
+            inner = f"((int<{c}>){a.mod(c)})"
+            return f"((bit<{w}>){inner})" if w == c else f"((bit<{w}>)((int<{w}>){inner}))"
+        return Num(c, True, mod, where=e)
+
+    # ------------------------------------------- headers, unions and stacks as operands
+    def of_kind(self, j: J, kinds: tuple[str, ...], message: str):
+        """The expression j, which must be a header-like value of one of these kinds."""
+        r = self.expr(j)
+        if isinstance(r, Num) or r[0] not in kinds:
+            j.fail(message)
+        return r
+
+    def valid(self, left: J, right: J, e: J):
+        return ("bool", f"{self.of_kind(right, ('header',), 'valid needs a header')[1]}.isValid()")
+
+    def valid_union(self, left: J, right: J, e: J):
+        u = self.of_kind(right, ("union",), "valid_union needs a header union")
+        return ("bool", f"{u[1]}.isValid()")
+
+    def header_of_stack(self, left: J, right: J, e: J):
+        s = self.of_kind(left, ("stack",), "must be a header stack")
+        return ("header", f"{s[1]}[{self.index(right)}]", s[2])
+
+    def union_of_stack(self, left: J, right: J, e: J):
+        s = self.of_kind(left, ("ustack",), "must be a header union stack")
+        return ("union", f"{s[1]}[{self.index(right)}]", s[2])
+
+    def header_field(self, left: J, right: J, e: J) -> Num:
+        h = self.of_kind(left, ("header",), "must be a header")
+        k = right.int(0)
+        if k >= len(h[2].fields):
+            right.fail(f"header type {h[2].name!r} has {len(h[2].fields)} fields")
+        _, p4, w, signed = h[2].fields[k]
+        if w == "*":
+            right.fail("is the variable-length field, which p4switch does not compute with")
+        return field_num(f"{h[1]}.{p4}", w, signed, e)
+
+    def union_member(self, left: J, right: J, e: J):
+        u = self.of_kind(left, ("union",), "must be a header union")
+        members = self.union_types[u[2]][1]
+        k = right.int(0, len(members) - 1)
+        return ("header", f"{u[1]}.{members[k][1]}", members[k][2])
+
+    def last_index(self, left: J, right: J, e: J) -> Num:
+        s = self.of_kind(right, ("stack", "ustack"), "must be a header stack")
+        return field_num(f"{s[1]}.lastIndex", 32, False, e)
+
+    def stack_size(self, left: J, right: J, e: J) -> Num:
+        s = self.of_kind(right, ("stack", "ustack"), "must be a header stack")
+        return field_num(f"({s[1]}.lastIndex + 32w1)", 32, False, e)
 
     def index(self, e: J) -> str:
         n = self.num(e)

@@ -13,23 +13,33 @@ ALGOS = {"crc16": "crc16", "crc32": "crc32", "csum16": "csum16", "xor16": "xor16
 
 class Externs:
     def read_externs(self, root: J):
-        self.counters: dict[str, str] = {}     # name -> P4 instance
-        self.meters: dict[str, str] = {}
-        self.registers: dict[str, tuple[str, int]] = {}
-        self.direct_counters: dict[str, tuple[str, str]] = {}   # table -> (P4 name, json name)
-        self.direct_meters: dict[str, J] = {}                   # name -> meter array
         self.top_decls: list[str] = []
-        for c in root.get("counter_arrays", []).items():
+        self.read_counters(root.get("counter_arrays", []))
+        self.read_meters(root.get("meter_arrays", []))
+        self.read_registers(root.get("register_arrays", []))
+        for x in root.get("extern_instances", []).items():
+            x["type"].fail(f"extern instance {x['name'].value!r} of type {x['type'].value!r}: "
+                           "p4switch runs only v1model's externs")
+        self.calculations = {c["name"].str(): c for c in root.get("calculations", []).items()}
+        self.read_field_lists(root.get("field_lists", []))
+        self.read_learn_lists(root.get("learn_lists", []))
+
+    def read_counters(self, arrays: J):
+        self.counters: dict[str, str] = {}     # name -> P4 instance
+        self.direct_counters: dict[str, tuple[str, str]] = {}   # table -> (P4 name, json name)
+        for c in arrays.items():
             name = c["name"].str()
             if c.get("is_direct", False).bool():
                 table = c["binding"].str()
                 self.direct_counters[table] = (self.namer(name, "dc_"), name)
                 continue
-            p4 = self.namer(name, "c_")
-            self.counters[name] = p4
-            self.top_decls.append(f"@name({p4_string('.' + name)}) counter({c['size'].int(1)}, "
-                                  f"CounterType.packets_and_bytes) {p4};")
-        for m in root.get("meter_arrays", []).items():
+            self.counters[name] = self.declare(name, "c_", f"counter({c['size'].int(1)}, "
+                                               "CounterType.packets_and_bytes)")
+
+    def read_meters(self, arrays: J):
+        self.meters: dict[str, str] = {}
+        self.direct_meters: dict[str, J] = {}                   # name -> meter array
+        for m in arrays.items():
             name = m["name"].str()
             kind = m["type"].one_of(("bytes", "packets"))
             if m.get("rate_count", 2).int() != 2:
@@ -39,24 +49,29 @@ class Externs:
                 m["result_target"].arr(2)
                 self.direct_meters[name] = m
                 continue
-            p4 = self.namer(name, "m_")
-            self.meters[name] = p4
-            self.top_decls.append(f"@name({p4_string('.' + name)}) meter({m['size'].int(1)}, "
-                                  f"MeterType.{kind}) {p4};")
-        for r in root.get("register_arrays", []).items():
+            self.meters[name] = self.declare(name, "m_", f"meter({m['size'].int(1)}, "
+                                             f"MeterType.{kind})")
+
+    def read_registers(self, arrays: J):
+        self.registers: dict[str, tuple[str, int]] = {}
+        for r in arrays.items():
             name = r["name"].str()
-            p4 = self.namer(name, "r_")
             width = r["bitwidth"].int(1, 128)
-            self.registers[name] = (p4, width)
-            self.top_decls.append(f"@name({p4_string('.' + name)}) register<bit<{width}>>"
-                                  f"({r['size'].int(1)}) {p4};")
-        for x in root.get("extern_instances", []).items():
-            x["type"].fail(f"extern instance {x['name'].value!r} of type {x['type'].value!r}: "
-                           "p4switch runs only v1model's externs")
-        self.calculations = {c["name"].str(): c for c in root.get("calculations", []).items()}
+            self.registers[name] = (self.declare(name, "r_", f"register<bit<{width}>>"
+                                                 f"({r['size'].int(1)})"), width)
+
+    def declare(self, name: str, prefix: str, instance: str) -> str:
+        """A top-level extern instance under the JSON's name: its P4 name."""
+        p4 = self.namer(name, prefix)
+        self.top_decls.append(f"@name({p4_string('.' + name)}) {instance} {p4};")
+        return p4
+
+    def read_field_lists(self, lists: J):
+        """Field lists kept across clone, resubmit and recirculate: user metadata fields,
+        each remembered with the ids of the lists that hold it (its @field_list)."""
         self.field_lists: dict[int, list] = {}
         self.field_list_ids: dict[tuple[str, str], list[int]] = {}
-        for fl in root.get("field_lists", []).items():
+        for fl in lists.items():
             fid = fl["id"].int(0)
             elems = []
             for e in fl["elements"].items():
@@ -72,9 +87,13 @@ class Externs:
                 self.field_list_ids.setdefault((inst.htype.name, e["value"][1].value), []).append(fid)
                 elems.append(e)
             self.field_lists[fid] = elems
+
+    def read_learn_lists(self, lists: J):
+        """Learn lists -> digest structs, members named as the P4Info's digest struct names
+        them when it gives one name per element."""
         self.learn_lists: dict[int, tuple[str, list[str]]] = {}
         self.learn_decls: list[str] = []
-        for ll in root.get("learn_lists", []).items():
+        for ll in lists.items():
             lid = ll["id"].int(0)
             struct = self.types_namer(ll["name"].str())
             fields, members = [], []
