@@ -670,38 +670,41 @@ void dev_stop(void) {
     pthread_mutex_unlock(&TM_LOCK);
 }
 
-/* port -> depth, rate, bps, occupancy, enqueued, dropped (for show_queues); returns the count */
-uint32_t dev_queues(uint32_t *ports, double *vals, uint32_t cap) {
+/* Each port that has a queue: its number into ports, `width` values from fill() into vals;
+ * returns the count (at most cap). Under the TM lock, so a row is one moment's. */
+static uint32_t each_queue(uint32_t *ports, double *vals, uint32_t cap, uint32_t width,
+                           void (*fill)(queue_t *, double *)) {
     uint32_t n = 0;
     pthread_mutex_lock(&TM_LOCK);
     for (uint32_t p = 0; p < NPORTS && n < cap; p++) {
         queue_t *q = &QUEUES[p];
         if (!q->items) continue;
         ports[n] = p;
-        double *v = vals + 6 * n;
-        v[0] = q->depth; v[1] = q->rate; v[2] = q->bps; v[3] = q->n; v[4] = (double)q->enqueued; v[5] = (double)q->dropped;
+        fill(q, vals + width * n);
         n++;
     }
     pthread_mutex_unlock(&TM_LOCK);
     return n;
 }
 
+static void queue_row(queue_t *q, double *v) {
+    v[0] = q->depth; v[1] = q->rate; v[2] = q->bps; v[3] = q->n; v[4] = (double)q->enqueued; v[5] = (double)q->dropped;
+}
+
+static void fidelity_row(queue_t *q, double *v) {
+    v[0] = (double)q->paced; v[1] = q->busy; v[2] = q->lost; v[3] = q->late_max; v[4] = (double)q->late;
+    q->late_max = 0;
+}
+
+/* port -> depth, rate, bps, occupancy, enqueued, dropped (for show_queues); returns the count */
+uint32_t dev_queues(uint32_t *ports, double *vals, uint32_t cap) {
+    return each_queue(ports, vals, cap, 6, queue_row);
+}
+
 /* port -> paced departures, link time scheduled (s), lost (s), worst lateness since the last
  * call (s), departures that lost time; the worst lateness starts again from 0 */
 uint32_t dev_fidelity(uint32_t *ports, double *vals, uint32_t cap) {
-    uint32_t n = 0;
-    pthread_mutex_lock(&TM_LOCK);
-    for (uint32_t p = 0; p < NPORTS && n < cap; p++) {
-        queue_t *q = &QUEUES[p];
-        if (!q->items) continue;
-        ports[n] = p;
-        double *v = vals + 5 * n;
-        v[0] = (double)q->paced; v[1] = q->busy; v[2] = q->lost; v[3] = q->late_max; v[4] = (double)q->late;
-        q->late_max = 0;
-        n++;
-    }
-    pthread_mutex_unlock(&TM_LOCK);
-    return n;
+    return each_queue(ports, vals, cap, 5, fidelity_row);
 }
 
 void dev_counts(uint64_t *out) { out[0] = RX_FRAMES; out[1] = TX_FRAMES; out[2] = TX_ERRORS; }
