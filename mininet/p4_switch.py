@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from cpu_places import this_thread_niced
 from mininet.node import Switch
 
 from p4switch.device.process import stop_process
@@ -29,6 +30,14 @@ COMPILERS = {"p4switch": None,
 # 0.4 s); there the all-to-all lost whole windows in BMv2's queues and a QP gave up. 2 Mbit/s
 # is also part two's rate on BMv2 (demo.py --ideas-link-mbps). p4switch: the topology's rate.
 MAX_LINK_MBPS = {"bmv2": 2.0}
+# The real-time priority of p4switch's packet threads (`p4switch run --packet-priority`): in
+# Mininet-HiFi the switches are the kernel's datapath, whose softirqs run before any process;
+# here they are processes on the cores the hosts use, and in the ordinary class each of their
+# thousands of wake-ups a second waited behind ranks, fabricd and the demo (40-70 us each,
+# 10-20 % of a collective on an otherwise idle 2-core machine), and now and then for a whole
+# time slice, which the ports' pacing cannot make up. The packet threads sleep between
+# packets, so they take the CPU only for the packets they carry.
+PACKET_PRIORITY = 1
 # BMv2's Thrift server (its runtime CLI) would take 9090 on every switch, and its notification
 # socket is named by device id (/tmp/bmv2-<id>-notifications.ipc, which another fabric or a
 # test may use at the same time): each switch gets its own, from its P4Runtime port.
@@ -77,6 +86,7 @@ class P4RuntimeSwitch(Switch):
         cmd = [sys.executable, "-m", "p4switch.cli", "run", "--no-p4", *self._port_args()]
         cmd += ["--device-id", str(self.device_id), "--grpc-addr",
                 f"127.0.0.1:{self.grpc_port}", "--cpu-port", str(CPU_PORT)]
+        cmd += ["--packet-priority", str(PACKET_PRIORITY)]
         if self.link_mbps:      # every port's egress paced like a link of that speed
             cmd += ["--queue-rate", f"{self.link_mbps:g}mbps"]
         if self.queue_depth:
@@ -105,8 +115,9 @@ class P4RuntimeSwitch(Switch):
         if self.log_dir:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             log = open(self.log_dir / f"{self.name}.log", "w")  # noqa: SIM115 (kept by Popen)
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     cwd=ROOT)
+        with this_thread_niced():
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                         cwd=ROOT)
         self._wait_listening()
         if self.target == "bmv2" and self.link_mbps:
             self._shape_ports()

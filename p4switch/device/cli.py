@@ -92,6 +92,9 @@ def _per_port(kind, parse, minimum):
               "over each frame at once, mmap-v3 in blocks, up to 1 ms later), AF_XDP sockets in "
               "copy mode (afxdp; also sends through them; offloaded checksums stay unfinished) "
               "or recvmmsg. A port that takes none falls back to recvmmsg.")
+@click.option("--packet-priority", type=click.IntRange(0, 99), default=0, show_default=True,
+              help="Real-time priority (SCHED_FIFO) of the native backend's packet threads, so "
+              "that packets leave when due however busy the CPUs are; 0: the ordinary class.")
 @click.option("--p4runtime-strict", is_flag=True,
               help="Follow the P4Runtime spec where simple_switch_grpc departs from it "
               "(p4switch/device/README.md lists where).")
@@ -99,7 +102,7 @@ def _per_port(kind, parse, minimum):
 def run_command(args, no_p4, interfaces, device_id, grpc_addr, server_ssl, grpc_server_cert,
                 grpc_server_key, grpc_server_cacert, client_auth, cpu_port, log_console,
                 log_file, queue_rate, queue_depth, pcap_dir, control_socket, include_dirs,
-                backend, io_mode, p4runtime_strict, **bmv2):
+                backend, io_mode, packet_priority, p4runtime_strict, **bmv2):
     """Run a v1model switch on Linux interfaces, serving P4Runtime and BMv2's Thrift runtime
     (like simple_switch_grpc, whose command line this takes).
 
@@ -137,7 +140,8 @@ def run_command(args, no_p4, interfaces, device_id, grpc_addr, server_ssl, grpc_
     from .log import EventLog
     log = EventLog(log_console, log_file, per_packet=per_packet, dump_bytes=dump_bytes)
     tm = _queues(backend, queue_rate, queue_depth)
-    device = _open_device(backend, interfaces, cpu_port, tm, io_mode, log, pcap_dir)
+    device = _open_device(backend, interfaces, cpu_port, tm, io_mode, packet_priority, log,
+                          pcap_dir)
     server, service, bound = _serve_p4runtime(device, device_id, grpc_addr, tls,
                                               p4runtime_strict, program, config)
     thrift = _start_thrift(service, bmv2, device_id)
@@ -198,11 +202,14 @@ def _queues(backend, queue_rate, queue_depth):
     return tm
 
 
-def _open_device(backend, interfaces, cpu_port, tm, io_mode, log, pcap_dir):
+def _open_device(backend, interfaces, cpu_port, tm, io_mode, packet_priority, log, pcap_dir):
     try:
         if backend == "native":
             from .native_device import NativeDevice
-            return NativeDevice(interfaces, cpu_port, tm, io_mode)
+            return NativeDevice(interfaces, cpu_port, tm, io_mode, packet_priority)
+        if packet_priority:
+            print("p4switch: --packet-priority sets the native backend's packet threads; the "
+                  "Python backend's run in the ordinary class", file=sys.stderr, flush=True)
         from .device import Device
         return Device(interfaces, cpu_port, tm, log, pcap_dir)
     except OSError as exc:

@@ -6,6 +6,7 @@ interface as Device, so `serve()` and the control socket work with either."""
 from __future__ import annotations
 
 import ctypes
+import os
 import socket
 import sys
 import threading
@@ -83,9 +84,10 @@ class NativeDevice:
     backend = "native"
 
     def __init__(self, interfaces: dict[int, str], cpu_port: int | None, tm: NativeQueues,
-                 io: str = IO_MODES[0]):
+                 io: str = IO_MODES[0], packet_priority: int = 0):
         self.cpu_port = cpu_port
         self.io = io
+        self.packet_priority = packet_priority
         self.tm = tm
         self.lock = threading.RLock()        # the control plane's; packets take the native lock
         self.sw = None
@@ -149,11 +151,30 @@ class NativeDevice:
                   file=sys.stderr, flush=True)
             self.io = "recvmmsg"
         self._threads = [threading.Thread(target=self._ingress, args=(lib,), name="ingress", daemon=True),
-                         threading.Thread(target=lib.dev_egress_loop, name="egress", daemon=True)]
+                         threading.Thread(target=self._egress, args=(lib,), name="egress", daemon=True)]
         for t in self._threads:
             t.start()
 
+    def _realtime(self) -> None:
+        """The calling packet thread under SCHED_FIFO at packet_priority (0: left as it is), so
+        that it runs when a packet is due, before any process of the machine's ordinary
+        scheduling class, as a kernel datapath's softirq does."""
+        if not self.packet_priority:
+            return
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.packet_priority))
+        except OSError as exc:
+            print(f"p4switch: --packet-priority {self.packet_priority}: {exc.strerror}; the "
+                  "packet threads run in the ordinary scheduling class", file=sys.stderr,
+                  flush=True)
+            self.packet_priority = 0
+
+    def _egress(self, lib) -> None:
+        self._realtime()
+        lib.dev_egress_loop()
+
     def _ingress(self, lib) -> None:
+        self._realtime()
         while True:
             numbers = sorted(self.ports)
             fds = (ctypes.c_int * max(len(numbers), 1))(*[self.ports[n].fileno() for n in numbers])

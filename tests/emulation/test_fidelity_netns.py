@@ -31,21 +31,35 @@ RUN = {"collective": "allreduce", "algo": "ring", "dtype": "int32", "elements": 
 
 
 @pytest.fixture(scope="module")
-def fabric(tmp_path_factory):
-    factory = NetnsFactory()
-    try:
-        yield from build(factory, tmp_path_factory.mktemp("fidfab"), TOPOLOGY, queue_depth=256,
-                         switch_args=("--queue-rate", "20mbps"))
-    finally:
-        factory.cleanup()
-
-
-@pytest.fixture(scope="module")
 def watch():
     sys.path.insert(0, str(ROOT / "mininet"))
     import fidelity_watch
     yield fidelity_watch
     sys.path.remove(str(ROOT / "mininet"))
+
+
+@pytest.fixture(scope="module")
+def fabric(tmp_path_factory, watch):
+    from p4_switch import PACKET_PRIORITY  # the demo's switches' (mininet/, on the path)
+
+    factory = NetnsFactory()
+    try:
+        yield from build(factory, tmp_path_factory.mktemp("fidfab"), TOPOLOGY, queue_depth=256,
+                         switch_args=("--queue-rate", "20mbps",
+                                      "--packet-priority", str(PACKET_PRIORITY)))
+    finally:
+        factory.cleanup()
+
+
+def test_fidelity_switch_packet_threads_run_real_time(fabric, watch):
+    from p4_switch import PACKET_PRIORITY
+
+    for name, p in fabric.procs.items():
+        tasks = Path(f"/proc/{p.proc.pid}/task").iterdir()
+        real_time = [t.name for t in tasks if os.sched_getscheduler(int(t.name)) == os.SCHED_FIFO]
+        # the ingress and egress threads only: P4Runtime, gRPC and Python stay ordinary
+        assert len(real_time) == 2, (name, real_time)
+        assert all(os.sched_getparam(int(t)).sched_priority == PACKET_PRIORITY for t in real_time)
 
 
 def _run(fabric, watch, during=None):
