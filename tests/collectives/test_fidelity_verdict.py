@@ -36,13 +36,19 @@ def test_fidelity_port_losses_between_readings_restart_with_a_new_pipeline():
     assert got[2] == (0.01, 0.01)            # the counter went down: counted from 0
 
 
-def test_fidelity_cpu_seconds_grow_and_a_process_waits_as_its_most_waiting_thread():
-    run0 = fidelity.cpu_seconds()
-    end = time.process_time() + 0.05
-    while time.process_time() < end:
-        pass
-    assert fidelity.cpu_seconds() - run0 >= 0.04
+def test_fidelity_thread_clocks_grow_and_a_process_waits_as_its_most_waiting_thread():
+    clocks = fidelity.ThreadClocks("self")
+    try:
+        run0 = sum(r for r, _ in clocks.read().values())
+        end = time.process_time() + 0.05
+        while time.process_time() < end:
+            pass
+        assert sum(r for r, _ in clocks.read().values()) - run0 >= 0.04   # the same fds, reread
+    finally:
+        clocks.close()
+    assert not clocks.fds
     assert fidelity.thread_waits()                  # this process's threads, by id
+    assert fidelity.ThreadClocks(2 ** 30).read() == {}          # no such process
     before, after = {"1": 0.1, "2": 0.2}, {"1": 0.4, "2": 0.3, "3": 0.05}
     assert abs(fidelity.wait_between(before, after) - 0.3) < 1e-9
 
