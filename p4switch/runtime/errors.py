@@ -19,36 +19,22 @@ class P4RuntimeError(Exception):
         self.message = message
 
 
-def invalid(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, message)
+def _with(code: grpc.StatusCode):
+    def error(message: str) -> P4RuntimeError:
+        return P4RuntimeError(code, message)
+    error.__name__ = code.name.lower()
+    return error
 
 
-def not_found(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.NOT_FOUND, message)
-
-
-def already_exists(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS, message)
-
-
-def unimplemented(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, message)
-
-
-def permission_denied(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, message)
-
-
-def failed_precondition(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, message)
-
-
-def out_of_range(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE, message)
-
-
-def resource_exhausted(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+# One constructor per status code the server answers with: invalid("...") and so on.
+invalid = _with(grpc.StatusCode.INVALID_ARGUMENT)
+not_found = _with(grpc.StatusCode.NOT_FOUND)
+already_exists = _with(grpc.StatusCode.ALREADY_EXISTS)
+unimplemented = _with(grpc.StatusCode.UNIMPLEMENTED)
+permission_denied = _with(grpc.StatusCode.PERMISSION_DENIED)
+failed_precondition = _with(grpc.StatusCode.FAILED_PRECONDITION)
+out_of_range = _with(grpc.StatusCode.OUT_OF_RANGE)
+resource_exhausted = _with(grpc.StatusCode.RESOURCE_EXHAUSTED)
 
 
 def canonical_code(code: grpc.StatusCode) -> int:

@@ -651,38 +651,14 @@ def _after_arrow(params):
     return params[1:] if params and params[0] == "=>" else params
 
 
-# The table_indirect_* forms BMv2 keeps from before action profiles had names of their own:
-# each runs an act_prof_* command on the table's action profile.
-# name -> (the command it runs, the table needs a selector, deprecated, help text)
-LEGACY = {
-    "table_indirect_create_member": ("act_prof_create_member", False, True, "[DEPRECATED!] "
-                                     "Add a member to an indirect match table; use "
-                                     "'act_prof_create_member'"),
-    "table_indirect_delete_member": ("act_prof_delete_member", False, True, "[DEPRECATED!] "
-                                     "Delete a member of an indirect match table; use "
-                                     "'act_prof_delete_member'"),
-    "table_indirect_modify_member": ("act_prof_modify_member", False, True, "[DEPRECATED!] "
-                                     "Modify a member of an indirect match table; use "
-                                     "'act_prof_modify_member'"),
-    "table_indirect_create_group": ("act_prof_create_group", True, True, "[DEPRECATED!] Add a "
-                                    "group to an indirect match table; use "
-                                    "'act_prof_create_group'"),
-    "table_indirect_delete_group": ("act_prof_delete_group", True, True, "[DEPRECATED!] Delete "
-                                    "a group; use 'act_prof_delete_group'"),
-    "table_indirect_add_member_to_group": ("act_prof_add_member_to_group", True, True,
-                                           "[DEPRECATED!] Add member to group; use "
-                                           "'act_prof_add_member_to_group'"),
-    "table_indirect_remove_member_from_group": ("act_prof_remove_member_from_group", True,
-                                                True, "[DEPRECATED!] Remove member from group; "
-                                                "use 'act_prof_remove_member_from_group'"),
-    "table_dump_member": ("act_prof_dump_member", False, False, "Display some information "
-                          "about a member: table_dump_member <table name> <member handle>"),
-    "table_dump_group": ("act_prof_dump_group", False, False, "Display some information about "
-                         "a group: table_dump_group <table name> <group handle>"),
-}
+# The forms BMv2 keeps from before action profiles had names of their own: each runs an
+# act_prof_* command on the table's action profile (the table_indirect_* ones deprecated;
+# those on groups need a selector).
+DEPRECATED = ("create_member", "delete_member", "modify_member", "create_group", "delete_group",
+              "add_member_to_group", "remove_member_from_group")
 
 
-def _legacy(substitute: str, with_selector: bool, deprecated: bool, doc: str):
+def _legacy(name: str, substitute: str, with_selector: bool, deprecated: bool):
     @command(TABLE, rest=True)
     def do(self, words, table, rest):
         _indirect(table, with_selector)
@@ -691,9 +667,16 @@ def _legacy(substitute: str, with_selector: bool, deprecated: bool, doc: str):
         if deprecated:      # on stderr: scripts parse stdout
             sys.stderr.write(f"This is a deprecated command, use '{substitute}' instead\n")
         return getattr(self, f"do_{substitute}")(" ".join([table.profile.name, *rest]))
-    do.__doc__ = doc
+    own = getattr(RuntimeCLI, f"do_{substitute}").__doc__
+    doc = own.replace(substitute, name).replace("<action profile name>", "<table name>") \
+        .replace("an action profile", "an indirect match table")
+    do.__doc__ = f"[DEPRECATED!] {doc}" if deprecated else doc
     return do
 
 
-for _name, _row in LEGACY.items():
-    setattr(RuntimeCLI, f"do_{_name}", _legacy(*_row))
+for _verb in DEPRECATED:
+    setattr(RuntimeCLI, f"do_table_indirect_{_verb}",
+            _legacy(f"table_indirect_{_verb}", f"act_prof_{_verb}", "group" in _verb, True))
+for _what in ("member", "group"):
+    setattr(RuntimeCLI, f"do_table_dump_{_what}",
+            _legacy(f"table_dump_{_what}", f"act_prof_dump_{_what}", False, False))
