@@ -12,7 +12,7 @@ from collectives import netreduce as nr
 from collectives import wire
 from controller import encode_fabric
 from controller.intent import Intent
-from controller.netreduce import NetReducePlanner, entries
+from controller.netreduce import NetReducePlanner
 from controller.p4rt import Schema
 from controller.switch_plan import plan_switches
 from fabricmodel import rocev2
@@ -36,7 +36,7 @@ class Job:
         """leaf1's P4Runtime updates (ids from `p4info`, the target's own P4Info)."""
         schema = Schema(p4info)
         state = encode_fabric.switch_state(self.topo, plan_switches(self.intent)["leaf1"])
-        tables, groups = entries(self.topo, self.job)["leaf1"]
+        tables, groups = encode_fabric.netreduce_entries(self.topo, self.job)["leaf1"]
         out = []
         for e in [*state.table_entries, *tables]:
             kind = p4runtime_pb2.Update.MODIFY if e.default else p4runtime_pb2.Update.INSERT

@@ -7,13 +7,14 @@ import zlib
 from dataclasses import dataclass
 
 from controller.intent import IntentError
+from controller.netreduce import NetReduceJob
 from controller.p4rt import MulticastGroup, State, TableEntry, sync, values
 from controller.p4rt.schema import Schema
-from controller.switch_plan import SwitchPlan, plan_switches
+from controller.switch_plan import NrStageEntry, SwitchPlan, netreduce_stages, plan_switches
 from fabricmodel import rocev2
 from fabricmodel.topology import Topology
 
-MAX_ECMP_GROUPS = rocev2.GROUP_IDS   # ecmp group ids are below this (p4src/README.md)
+MAX_ECMP_GROUPS = rocev2.GROUP_IDS   # ecmp group ids are below this (docs/fabric-p4.md)
 ECMP_MODES = {"hash": 0, "round-robin": 1, "random": 2}   # ecmp_groups' mode parameter
 CLASSIFY_PRIORITY = 10
 PORT_MASK = 0x1FF
@@ -123,9 +124,10 @@ def switch_state(topo: Topology, plan: SwitchPlan) -> State:
             "FabricIngress.switchml_job", {"gen": j.generation, "result_ip": j.result_ip,
                                            "slot_base": j.slot_base, "num_slots": j.slots,
                                            "num_workers": j.workers}))
-    for tables, groups in plan.netreduce:
+    for stage in plan.netreduce:
+        tables, group = netreduce_stage(stage)
         entries.extend(tables)
-        state.multicast_groups.extend(groups)
+        state.multicast_groups.append(group)
     for port, threshold in sorted(plan.ecn_threshold.items()):
         entries.append(TableEntry("FabricEgress.ecn_mark", {"standard_metadata.egress_port": port},
                                   "FabricEgress.set_ecn_threshold", {"threshold": threshold}))
@@ -133,6 +135,58 @@ def switch_state(topo: Topology, plan: SwitchPlan) -> State:
         entries.append(TableEntry("FabricEgress.ecn_mark", {"standard_metadata.egress_port": port},
                                   "FabricEgress.set_ecn_delay", {"delay_us": delay_us}))
     return state
+
+
+def netreduce_stage(st: NrStageEntry) -> tuple[list[TableEntry], MulticastGroup]:
+    """A NetReduce stage as fabric.p4's nr_conns, nr_replicas and nr_jobs entries and the PRE
+    group of its result (docs/fabric-p4.md, "NetReduce"); child i is replica rid i + 1."""
+    tables = []
+    for child_no, c in enumerate(st.children):
+        tables.append(TableEntry("FabricIngress.nr_conns",
+                                 {"hdr.ipv4.dstAddr": st.address, "hdr.bth.dqpn": c.data_qpn},
+                                 "FabricIngress.nr_data",
+                                 {"conn": c.conn, "job": st.job_index, "child": child_no,
+                                  "reply_qpn": c.reply_qpn}))
+        if c.ack_qpn is not None:
+            tables.append(TableEntry("FabricIngress.nr_conns",
+                                     {"hdr.ipv4.dstAddr": st.address, "hdr.bth.dqpn": c.ack_qpn},
+                                     "FabricIngress.nr_ack",
+                                     {"conn": c.conn, "gen": st.generation,
+                                      "reply_qpn": c.ack_reply_qpn}))
+        tables.append(TableEntry("FabricEgress.nr_replicas",
+                                 {"meta.mcast_grp": st.group_id,
+                                  "standard_metadata.egress_rid": child_no + 1},
+                                 "FabricEgress.nr_replica",
+                                 {"src_ip": st.address, "dst_ip": c.dst_ip, "dqpn": c.dst_qpn}))
+    parent = {"parent_ip": "0.0.0.0", "parent_qpn": 0, "parent_port": 0}
+    if st.parent is not None:
+        tables.append(TableEntry("FabricIngress.nr_conns",
+                                 {"hdr.ipv4.dstAddr": st.address,
+                                  "hdr.bth.dqpn": st.parent.down_qpn},
+                                 "FabricIngress.nr_down", {"group": st.group_id}))
+        parent = {"parent_ip": st.parent.address, "parent_qpn": st.parent.qpn,
+                  "parent_port": st.parent.port}
+    tables.append(TableEntry("FabricIngress.nr_jobs", {"meta.nr_job": st.job_index},
+                             "FabricIngress.nr_job",
+                             {"gen": st.generation, "children": len(st.children),
+                              "slot_base": st.slot_base, "window_mask": st.slots - 1,
+                              "window_shift": st.slots.bit_length() - 1,
+                              "msg_base": st.msg_base, "credits": st.credits,
+                              "rkey": st.job_id, "top": int(st.parent is None),
+                              "group": st.group_id} | parent))
+    replicas = tuple((c.port, rid) for rid, c in enumerate(st.children, start=1))
+    return tables, MulticastGroup(st.group_id, replicas)
+
+
+def netreduce_entries(topo: Topology, job: NetReduceJob) -> dict[str, tuple[list[TableEntry],
+                                                                             list[MulticastGroup]]]:
+    """One job's fabric.p4 entries and PRE groups per switch of its tree, as fabricd plans
+    and encodes them (for a switch given one job alone: tests, the STF files, a benchmark)."""
+    out = {}
+    for switch, stage in netreduce_stages(topo, job).items():
+        tables, group = netreduce_stage(stage)
+        out[switch] = (tables, [group])
+    return out
 
 
 def slot_capacity(schema: Schema) -> int:

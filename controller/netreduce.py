@@ -1,4 +1,4 @@
-"""NetReduce jobs: the aggregation tree of a job and the fabric.p4 entries that install it.
+"""NetReduce jobs: the aggregation tree of a job and the resources it takes on each switch.
 
 A job whose workers share one leaf aggregates on that leaf. A job spanning several leaves
 aggregates on each of its leaves (over that leaf's workers) and then on one spine (over the
@@ -6,17 +6,13 @@ leaves); the spine multicasts the sum down to the leaves, and each leaf multicas
 its workers. The spine is the one with the fewest NetReduce jobs (ties: the lowest device
 id), so jobs spread over the spines. Only leaf-spine fabrics get a spine stage.
 
-Every switch of the tree gets, for the job (p4src/README.md, "NetReduce"):
-- `nr_conns` entries: per worker connection (aggregator address, the worker's data QPN) →
-  `nr_data`, (aggregator address, the worker's ACK QPN) → `nr_ack`; on the spine, per child
-  leaf (spine address, the leaf's up QPN) → `nr_data`; on a leaf under a spine, (leaf
-  address, the leaf's down QPN) → `nr_down`;
-- one `nr_jobs` entry (generation, children, slots, message credits, parent or top, group);
-- a PRE group whose replicas carry the result to the children, with one `nr_replicas`
-  entry per replica (source and destination address, destination QPN).
-All of it is tables and the PRE; the switch keeps its aggregation state in registers that
-only the data plane writes. Stale register state of an earlier job in the same slots is
-told apart by the job's generation (8 bits, never 0).
+Every switch of the tree holds one `Stage` of the job: its aggregator address, job index,
+slots, message entries, connections and the multicast group its result leaves by.
+`controller.switch_plan` turns a stage into what the switch must hold (the connections of its
+children, its parent, its replicas) and `controller.encode_fabric` writes that as fabric.p4's
+`nr_*` tables and a PRE group (docs/fabric-p4.md, "NetReduce"). The switch keeps its
+aggregation state in registers that only the data plane writes; stale register state of an
+earlier job in the same slots is told apart by the job's generation (8 bits, never 0).
 
 Resources per switch, from fabric.p4's sizes: slots = credits x NR_MSG_PKTS of NR_SLOTS,
 message entries = credits of NR_MSGS, connections of NR_CONNS, job indices of NR_JOBS.
@@ -28,7 +24,6 @@ from dataclasses import dataclass, field
 from controller import multicast
 from controller.aggregation import workers_problem
 from controller.allocate import first_fit
-from controller.p4rt import MulticastGroup, TableEntry
 from fabricmodel.rocev2 import (
     KIND_DOWN,
     KIND_UP,
@@ -38,9 +33,7 @@ from fabricmodel.rocev2 import (
     NR_MSGS,
     NR_SLOTS,
     QPN_PEER_MASK,
-    nr_aggregator_qpns,
     nr_qp_index,
-    nr_worker_qpns,
     qpn,
 )
 from fabricmodel.topology import Topology
@@ -204,77 +197,10 @@ class NetReducePlanner:
 
 
 def up_qpn(topo: Topology, leaf: str, job_id: int) -> int:
+    """The QP a leaf sends its partial sums of job `job_id` to its spine on."""
     return qpn(KIND_UP, topo.switch(leaf).index & QPN_PEER_MASK, nr_qp_index(job_id))
 
 
 def down_qpn(topo: Topology, leaf: str, job_id: int) -> int:
+    """The QP the spine sends job `job_id`'s sums down to a leaf on."""
     return qpn(KIND_DOWN, topo.switch(leaf).index & QPN_PEER_MASK, nr_qp_index(job_id))
-
-
-def entries(topo: Topology, job: NetReduceJob) -> dict[str, tuple[list[TableEntry],
-                                                                   list[MulticastGroup]]]:
-    """Per switch of the job's tree: its table entries and PRE groups."""
-    n = len(job.workers)
-    rank = {w: r for r, w in enumerate(job.workers)}
-    result_qpn, reply_ack_qpn = nr_worker_qpns(n, job.job_id)
-    spine_stage = job.stages[-1] if job.spine else None
-    out: dict[str, tuple[list[TableEntry], list[MulticastGroup]]] = {}
-    window = job.slots
-    for st in job.stages:
-        tables: list[TableEntry] = []
-        replicas = []
-        conn = st.conn_base
-        for child_no, child in enumerate(st.children):
-            if child in topo.hosts:
-                host = topo.host(child)
-                data_qpn, ack_qpn = nr_aggregator_qpns(rank[child], job.job_id)
-                tables.append(TableEntry("FabricIngress.nr_conns",
-                                         {"hdr.ipv4.dstAddr": st.address, "hdr.bth.dqpn": data_qpn},
-                                         "FabricIngress.nr_data",
-                                         {"conn": conn, "job": st.job_index, "child": child_no,
-                                          "reply_qpn": result_qpn}))
-                tables.append(TableEntry("FabricIngress.nr_conns",
-                                         {"hdr.ipv4.dstAddr": st.address, "hdr.bth.dqpn": ack_qpn},
-                                         "FabricIngress.nr_ack",
-                                         {"conn": conn, "gen": job.generation,
-                                          "reply_qpn": reply_ack_qpn}))
-                conn += 1
-                port, dst, qpn = host.leaf_port, host.ip, result_qpn
-            else:
-                leaf = topo.switch(child)
-                tables.append(TableEntry("FabricIngress.nr_conns",
-                                         {"hdr.ipv4.dstAddr": st.address,
-                                          "hdr.bth.dqpn": up_qpn(topo, child, job.job_id)},
-                                         "FabricIngress.nr_data",
-                                         {"conn": conn, "job": st.job_index, "child": child_no,
-                                          "reply_qpn": down_qpn(topo, child, job.job_id)}))
-                conn += 1
-                port = topo.links_between(child, st.switch)[0].port_of(st.switch)
-                dst, qpn = leaf.service_ip, down_qpn(topo, child, job.job_id)
-            replicas.append((port, child_no + 1))
-            tables.append(TableEntry("FabricEgress.nr_replicas",
-                                     {"meta.mcast_grp": st.group_id,
-                                      "standard_metadata.egress_rid": child_no + 1},
-                                     "FabricEgress.nr_replica",
-                                     {"src_ip": st.address, "dst_ip": dst, "dqpn": qpn}))
-        if st.parent is not None:
-            tables.append(TableEntry("FabricIngress.nr_conns",
-                                     {"hdr.ipv4.dstAddr": st.address,
-                                      "hdr.bth.dqpn": down_qpn(topo, st.switch, job.job_id)},
-                                     "FabricIngress.nr_down", {"group": st.group_id}))
-            parent_ip = spine_stage.address
-            parent_port = topo.links_between(st.switch, st.parent)[0].port_of(st.switch)
-            parent_qpn = up_qpn(topo, st.switch, job.job_id)
-        else:
-            parent_ip, parent_port, parent_qpn = "0.0.0.0", 0, 0
-        tables.append(TableEntry("FabricIngress.nr_jobs", {"meta.nr_job": st.job_index},
-                                 "FabricIngress.nr_job",
-                                 {"gen": job.generation, "children": len(st.children),
-                                  "slot_base": st.slot_base, "window_mask": window - 1,
-                                  "window_shift": window.bit_length() - 1,
-                                  "msg_base": st.msg_base, "credits": job.credits,
-                                  "rkey": job.job_id, "top": int(st.parent is None),
-                                  "group": st.group_id, "parent_ip": parent_ip,
-                                  "parent_qpn": parent_qpn, "parent_port": parent_port}))
-        out[st.switch] = (tables, [MulticastGroup(st.group_id, tuple(replicas))])
-    return out

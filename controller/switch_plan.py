@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller import multicast, netreduce
+from controller import multicast
 from controller.intent import GroupIntent, Intent, IntentError, JobIntent
+from controller.netreduce import NetReduceJob, down_qpn, up_qpn
 from fabricmodel import hashing
+from fabricmodel.rocev2 import nr_aggregator_qpns, nr_worker_qpns
 from fabricmodel.routing import Route
 from fabricmodel.topology import Topology
 
@@ -60,6 +62,46 @@ class AggEntry:
     generation: int
 
 
+@dataclass(frozen=True)
+class NrChild:
+    """A child of a NetReduce stage (a worker on a leaf, a leaf on the spine): the QPs its
+    packets arrive on at the stage's address, and where the stage's result replica for it
+    goes."""
+    conn: int                     # the connection's index (its anchor on the switch)
+    data_qpn: int                 # its contributions (a leaf's partial sums) arrive on this
+    reply_qpn: int                # the QP the stage's answers to them name
+    port: int                     # the result replica leaves by this port,
+    dst_ip: str                   # to this address,
+    dst_qpn: int                  # on this QP
+    ack_qpn: int | None = None    # a worker's ACKs of results arrive on this QP,
+    ack_reply_qpn: int = 0        # and leave as ACKs of its contributions on this one
+
+
+@dataclass(frozen=True)
+class NrParent:
+    """The spine above a NetReduce leaf stage."""
+    address: str                  # the spine's aggregator address
+    qpn: int                      # the leaf's up QP: its partial sums go there on it
+    port: int                     # straight out of this port (no route)
+    down_qpn: int                 # the spine's sums arrive at the leaf on this QP
+
+
+@dataclass(frozen=True)
+class NrStageEntry:
+    """One switch's part of a NetReduce job."""
+    address: str                  # the aggregator address on this switch
+    job_id: int                   # the rkey the workers' WRITEs carry
+    job_index: int
+    generation: int
+    credits: int                  # messages in flight
+    slots: int                    # the job's window: credits x packets per message
+    slot_base: int
+    msg_base: int
+    group_id: int                 # the PRE group the result leaves by, a replica per child
+    children: tuple[NrChild, ...]
+    parent: NrParent | None       # None: the top stage, which multicasts the sum
+
+
 @dataclass
 class SwitchPlan:
     """Everything one switch must hold, independent of how a P4 program encodes it."""
@@ -69,7 +111,7 @@ class SwitchPlan:
     slice_ports: dict[int, int] = field(default_factory=dict)    # ingress port -> slice id
     groups: list[McastEntry] = field(default_factory=list)
     jobs: list[AggEntry] = field(default_factory=list)
-    netreduce: list[tuple] = field(default_factory=list)   # (table entries, PRE groups) per job
+    netreduce: list[NrStageEntry] = field(default_factory=list)
     ports_up: dict[int, bool] = field(default_factory=dict)
     ecmp_mode: str = "hash"
     ecmp_salt: int = 0                 # the hash's bit offset (fabricmodel.hashing.switch_salt)
@@ -130,7 +172,7 @@ def plan_switches(intent: Intent) -> dict[str, SwitchPlan]:
     for job in intent.jobs.values():
         _add_job(intent, plans, job)
     for nr_job in intent.nr_jobs.values():
-        for sw, stage in netreduce.entries(topo, nr_job).items():
+        for sw, stage in netreduce_stages(topo, nr_job).items():
             plans[sw].netreduce.append(stage)
     for name in topo.switches:
         for port, link in topo.ports(name).items():
@@ -159,3 +201,33 @@ def _add_job(intent: Intent, plans, job: JobIntent) -> None:
         plans[sw].groups.append(McastEntry(job.slice_id, address, job.group_id, replicas))
     plans[job.leaf].jobs.append(AggEntry(job.job_id, address, job.slot_base, job.slots,
                                          len(job.workers), job.group_id, job.generation))
+
+
+def netreduce_stages(topo: Topology, job: NetReduceJob) -> dict[str, NrStageEntry]:
+    """Per switch of the job's tree (controller.netreduce), what it must hold."""
+    rank = {w: r for r, w in enumerate(job.workers)}
+    result_qpn, ack_reply_qpn = nr_worker_qpns(len(job.workers), job.job_id)
+    top = job.stages[-1]
+    out = {}
+    for st in job.stages:
+        children = []
+        for conn, child in enumerate(st.children, start=st.conn_base):
+            if child in topo.hosts:
+                host = topo.host(child)
+                data_qpn, ack_qpn = nr_aggregator_qpns(rank[child], job.job_id)
+                children.append(NrChild(conn, data_qpn, result_qpn, host.leaf_port, host.ip,
+                                        result_qpn, ack_qpn, ack_reply_qpn))
+            else:                                     # a leaf under this spine
+                down = down_qpn(topo, child, job.job_id)
+                port = topo.links_between(child, st.switch)[0].port_of(st.switch)
+                children.append(NrChild(conn, up_qpn(topo, child, job.job_id), down, port,
+                                        topo.switch(child).service_ip, down))
+        parent = None
+        if st.parent is not None:
+            parent = NrParent(top.address, up_qpn(topo, st.switch, job.job_id),
+                              topo.links_between(st.switch, st.parent)[0].port_of(st.switch),
+                              down_qpn(topo, st.switch, job.job_id))
+        out[st.switch] = NrStageEntry(st.address, job.job_id, st.job_index, job.generation,
+                                      job.credits, job.slots, st.slot_base, st.msg_base,
+                                      st.group_id, tuple(children), parent)
+    return out

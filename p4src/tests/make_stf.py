@@ -378,7 +378,7 @@ def nr_setup(workers: list[str], switch: str):
     topo = intent.topo
     job = nr_ctl.NetReducePlanner(topo).create(NR_JOB, "stf", workers, credits=2)
     state = encode_fabric.switch_state(topo, plan_switches(intent)[switch])
-    tables, groups = nr_ctl.entries(topo, job)[switch]
+    tables, groups = encode_fabric.netreduce_entries(topo, job)[switch]
     lines = [f"# {switch} of {topo.name} (2 leaves x 2 spines x 4 hosts), NetReduce job "
              f"{NR_JOB} over {', '.join(workers)}: the controller's entries"]
     return topo, job, lines + stf_entries([*state.table_entries, *tables],

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from controller.encode_fabric import netreduce_entries
 from controller.intent import Intent, IntentError
-from controller.netreduce import NetReduceError, NetReducePlanner, entries
+from controller.netreduce import NetReduceError, NetReducePlanner
 from fabricmodel.topology import load
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,7 +21,7 @@ def topo():
 def test_a_job_within_one_rack_stays_on_its_leaf(topo):
     job = NetReducePlanner(topo).create(1, "a", ["h1", "h2", "h3"])
     assert [s.switch for s in job.stages] == ["leaf1"] and job.spine is None
-    tables, groups = entries(topo, job)["leaf1"]
+    tables, groups = netreduce_entries(topo, job)["leaf1"]
     (top,) = [e for e in tables if e.table == "FabricIngress.nr_jobs"]
     assert top.params["top"] == 1 and top.params["children"] == 3
     assert sorted(groups[0].replicas) == [(1, 1), (2, 2), (3, 3)]
@@ -32,7 +33,7 @@ def test_a_job_across_leaves_aggregates_per_leaf_then_on_the_least_loaded_spine(
     b = planner.create(2, "b", ["h2", "h9"])
     assert [s.switch for s in a.stages] == ["leaf1", "leaf2", "spine1"]
     assert [s.switch for s in b.stages] == ["leaf1", "leaf3", "spine2"]   # spine1 is taken
-    per_switch = entries(topo, a)
+    per_switch = netreduce_entries(topo, a)
     leaf = {e.table: e for e in per_switch["leaf2"][0] if e.table == "FabricIngress.nr_jobs"}
     assert leaf["FabricIngress.nr_jobs"].params["top"] == 0
     assert leaf["FabricIngress.nr_jobs"].params["children"] == 2

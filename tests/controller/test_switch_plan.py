@@ -1,10 +1,12 @@
 """What each switch must hold, computed from the intent without any switch."""
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from controller import switch_plan
+from controller import encode_fabric, switch_plan
 from controller.intent import Intent
+from controller.p4rt import MulticastGroup, TableEntry
 from fabricmodel import hashing, rocev2
 from fabricmodel.ethereal import Flow
 from fabricmodel.topology import host_mac, switch_port_mac
@@ -105,3 +107,49 @@ def test_aggregation_job_lands_on_its_leaf():
                                                     job.group_id, job.generation)]
     assert not any(p.jobs for sw, p in plans.items() if sw != "leaf1")
     assert any(g.group_id == job.group_id for g in plans["leaf2"].groups)
+
+
+def _holds_entries(value) -> bool:
+    """Whether a plan value holds anything encoded (P4Runtime entities or their names)."""
+    if isinstance(value, (TableEntry, MulticastGroup)):
+        return True
+    if isinstance(value, str):
+        return value.startswith(("FabricIngress.", "FabricEgress."))
+    if dataclasses.is_dataclass(value):
+        return any(_holds_entries(getattr(value, f.name)) for f in dataclasses.fields(value))
+    if isinstance(value, dict):
+        return any(_holds_entries(k) or _holds_entries(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_entries(v) for v in value)
+    return False
+
+
+def test_netreduce_job_is_planned_in_the_fabric_terms_and_encoded_as_nr_entries():
+    intent = intent_of("leafspine-4x4")
+    job = intent.create_nr_job("nr", ["h1", "h2", "h5"], credits=4)
+    plans = switch_plan.plan_switches(intent)
+    assert not any(_holds_entries(p) for p in plans.values())    # pure, target-independent
+    leaf1, leaf2, spine = (plans[st.switch].netreduce for st in job.stages)
+    (top,) = spine
+    assert top.parent is None and top.slots == 16 and top.generation == job.generation
+    assert [c.dst_ip for c in top.children] == [intent.topo.switch("leaf1").service_ip,
+                                                intent.topo.switch("leaf2").service_ip]
+    (stage,) = leaf1
+    assert stage.parent.address == top.address and stage.address == "10.0.1.253"
+    data, ack = rocev2.nr_aggregator_qpns(1, job.job_id)          # h2 is worker 1
+    result, _ = rocev2.nr_worker_qpns(3, job.job_id)
+    worker = stage.children[1]
+    assert (worker.data_qpn, worker.ack_qpn, worker.dst_ip, worker.dst_qpn) == \
+        (data, ack, "10.0.1.2", result)
+    # the encoder writes the stage: a data and an ACK connection per worker, a replica per
+    # child, the parent's down QP, the job; the PRE group replicates to the children
+    tables, group = encode_fabric.netreduce_stage(stage)
+    kinds = [e.action for e in tables]
+    assert kinds.count("FabricIngress.nr_data") == kinds.count("FabricIngress.nr_ack") == 2
+    assert kinds.count("FabricEgress.nr_replica") == 2 and kinds[-2:] == [
+        "FabricIngress.nr_down", "FabricIngress.nr_job"]
+    assert tables[-1].params["parent_ip"] == top.address and tables[-1].params["top"] == 0
+    assert group.group_id == stage.group_id and group.replicas == ((1, 1), (2, 2))
+    state = encode_fabric.switch_state(intent.topo, plans["leaf1"])
+    assert all(e in state.table_entries for e in tables) and group in state.multicast_groups
+    assert leaf2[0].children[0].ack_qpn is not None          # h5, a worker on leaf2

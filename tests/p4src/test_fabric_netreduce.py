@@ -18,7 +18,7 @@ from collectives import netreduce as nr
 from collectives import wire
 from controller import encode_fabric
 from controller.intent import Intent
-from controller.netreduce import NetReducePlanner, down_qpn, entries, up_qpn
+from controller.netreduce import NetReducePlanner, down_qpn, up_qpn
 from controller.p4rt import Schema
 from controller.switch_plan import plan_switches
 from fabricmodel import rocev2
@@ -48,7 +48,7 @@ class Fabric:
         plans = plan_switches(self.intent)
         planner = NetReducePlanner(self.topo)
         self.job = planner.create(JOB, "t", workers, credits)
-        nr_entries = entries(self.topo, self.job)
+        nr_entries = encode_fabric.netreduce_entries(self.topo, self.job)
         for name in self.topo.switches:
             pipe = Pipeline(p4runtime_pb2.ForwardingPipelineConfig(
                 p4info=info, p4_device_config=config), None)
