@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -12,8 +13,9 @@ from figures.text import parse_size
 
 from .launch import LaunchError, launch
 from .native import default_backend
+from .rendezvous import DEFAULT_PORT
 from .results import read_jsonl, summary, write_jsonl
-from .runner import ALGORITHMS, DTYPES
+from .runner import ALGORITHMS, DTYPES, elements_of
 from .train import ALGOS as TRAIN_ALGOS
 from .train import TrainConfig
 from .train_launch import consistent, plot, train_all
@@ -85,53 +87,84 @@ def main() -> None:
 @click.option("--credits", type=click.IntRange(1, 128), default=8, show_default=True,
               help="netreduce: messages in flight (the job's credits).")
 @click.option("--group", help="Multicast group for --algo multicast.")
-@click.option("--port", type=click.IntRange(1, 65535), default=18515, show_default=True,
+@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True,
               help="TCP rendezvous port on rank 0.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Append result JSON lines here.")
-def run(ips, topology, ranks, namespaces, collective, algo, size, dtype, policy, qps, reliability,
-        backend, fabricd, mtu, window, rate_gbps, repeat, aggregator, job_id, slots, credits, group, port,
-        out):
+def run(**given):
     """Run one collective on every rank and print the summary table."""
-    ip_list, ns_list = _split(ips), _split(namespaces)
-    if topology and not ip_list:
-        ip_list = _topology_ips(topology, ranks)
-    if len(ip_list) < 2:
-        raise click.BadParameter("need at least two rank addresses", param_hint="--ips")
-    if ns_list and len(ns_list) != len(ip_list):
-        raise click.BadParameter(f"{len(ns_list)} namespaces for {len(ip_list)} addresses",
-                                 param_hint="--netns")
-    if (collective, algo) not in ALGORITHMS:
-        raise click.BadParameter(f"no algorithm {algo!r} for {collective}; choose from "
-                                 f"{sorted(a for c, a in ALGORITHMS if c == collective)}",
-                                 param_hint="--algo")
-    options = {}
+    opts = RunOptions.parse(**given)
+    try:
+        rows = opts.launch()
+    except LaunchError as exc:
+        raise click.ClickException(str(exc)) from None
+    if opts.out:
+        write_jsonl(rows, opts.out)
+    click.echo(summary(rows))
+    if not all(r["ok"] for r in rows):
+        sys.exit(1)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """`run`'s options, checked: the ranks, what each runs, and how they are launched."""
+    ips: list[str]
+    namespaces: list[str] | None
+    runs: list[dict]                 # one per repetition (collectives.runner's run dicts)
+    policy: str
+    qps: int
+    port: int
+    topology: str | None
+    fabricd: str | None
+    transport: dict                  # collectives.transport.TransportConfig's fields
+    out: str | None
+
+    @classmethod
+    def parse(cls, *, ips, topology, ranks, namespaces, collective, algo, size, dtype, policy,
+              qps, reliability, backend, fabricd, mtu, window, rate_gbps, repeat, aggregator,
+              job_id, slots, credits, group, port, out) -> RunOptions:
+        """The options as click gives them; click.BadParameter naming the option at fault."""
+        ip_list, ns_list = _split(ips), _split(namespaces)
+        if topology and not ip_list:
+            ip_list = _topology_ips(topology, ranks)
+        if len(ip_list) < 2:
+            raise click.BadParameter("need at least two rank addresses", param_hint="--ips")
+        if ns_list and len(ns_list) != len(ip_list):
+            raise click.BadParameter(f"{len(ns_list)} namespaces for {len(ip_list)} addresses",
+                                     param_hint="--netns")
+        if (collective, algo) not in ALGORITHMS:
+            raise click.BadParameter(f"no algorithm {algo!r} for {collective}; choose from "
+                                     f"{sorted(a for c, a in ALGORITHMS if c == collective)}",
+                                     param_hint="--algo")
+        run = {"collective": collective, "algo": algo, "dtype": dtype,
+               "elements": elements_of(parse_size(size), dtype),
+               "options": _algo_options(algo, len(ip_list), aggregator, job_id, slots, credits,
+                                        group)}
+        transport = {"reliability": reliability, "mtu": int(mtu), "window": window,
+                     "rate_gbps": rate_gbps, "backend": backend}
+        return cls(ip_list, ns_list or None, [dict(run) for _ in range(repeat)], policy, qps,
+                   port, topology, fabricd, transport, out)
+
+    def launch(self) -> list[dict]:
+        return launch(self.ips, self.runs, namespaces=self.namespaces, policy=self.policy,
+                      qps=self.qps, port=self.port, topology=self.topology,
+                      fabricd=self.fabricd, transport=self.transport)
+
+
+def _algo_options(algo: str, ranks: int, aggregator, job_id, slots, credits, group) -> dict:
+    """The keyword arguments of an in-network algorithm (collectives.runner.ALGORITHMS)."""
     if algo in ("switchml", "netreduce"):
         if not aggregator:
             raise click.BadParameter(f"{algo} needs --aggregator", param_hint="--aggregator")
         aggregators = _split(aggregator)
-        if algo == "netreduce" and len(aggregators) not in (1, len(ip_list)):
+        if algo == "netreduce" and len(aggregators) not in (1, ranks):
             raise click.BadParameter(f"{len(aggregators)} aggregator addresses for "
-                                     f"{len(ip_list)} ranks", param_hint="--aggregator")
+                                     f"{ranks} ranks", param_hint="--aggregator")
         options = {"aggregator": aggregators if len(aggregators) > 1 else aggregator,
                    "job_id": job_id}
-        options |= {"slots": slots} if algo == "switchml" else {"credits": credits}
+        return options | ({"slots": slots} if algo == "switchml" else {"credits": credits})
     if algo == "multicast" and group:
-        options = {"group": group}
-    elements = parse_size(size) // 4
-    runs = [{"collective": collective, "algo": algo, "dtype": dtype, "elements": elements,
-             "options": options} for _ in range(repeat)]
-    try:
-        rows = launch(ip_list, runs, namespaces=ns_list or None, policy=policy, qps=qps,
-                      port=port, topology=topology, fabricd=fabricd,
-                      transport={"reliability": reliability, "mtu": int(mtu), "window": window,
-                                 "rate_gbps": rate_gbps, "backend": backend})
-    except LaunchError as exc:
-        raise click.ClickException(str(exc)) from None
-    if out:
-        write_jsonl(rows, out)
-    click.echo(summary(rows))
-    if not all(r["ok"] for r in rows):
-        sys.exit(1)
+        return {"group": group}
+    return {}
 
 
 def _topology_ips(path: str, ranks: int | None) -> list[str]:
@@ -180,7 +213,7 @@ def table(path):
               help="The fabric's link rate: sizes SwitchML's pool and timer as SwitchML does.")
 @click.option("--min-rto", type=click.FloatRange(0.001),
               help="The RC transport's minimum retransmission timeout in s.")
-@click.option("--port", type=click.IntRange(1, 65535), default=18515, show_default=True,
+@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True,
               help="TCP rendezvous port on rank 0.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default="out/train.png",
               show_default=True, help="The PNG of loss, test accuracy and time per step.")
@@ -246,7 +279,7 @@ def train(topology, ranks, namespaces, fabricd, algos, epochs, batch, hidden, lr
               help="The fabric's link rate: the bound column, SwitchML's pool, multicast pace.")
 @click.option("--min-rto", type=click.FloatRange(0.001),
               help="The RC transport's minimum retransmission timeout in s.")
-@click.option("--port", type=click.IntRange(1, 65534), default=18515, show_default=True,
+@click.option("--port", type=click.IntRange(1, 65534), default=DEFAULT_PORT, show_default=True,
               help="TCP rendezvous port on rank 0 (torch's store: the next one).")
 @click.option("--trace-dir", type=click.Path(file_okay=False),
               help="Keep the parameters and each rank's execution trace "

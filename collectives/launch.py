@@ -22,6 +22,7 @@ from ebpf import EbpfCompileError, EbpfUnavailable, Program, Spray, TcError
 from . import fabric_view, native
 from .lb import host_class, program_of
 from .native import steer
+from .rank_spec import RankSpec
 from .transport import TransportConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,9 +136,10 @@ def _wait_ranks(procs: list[subprocess.Popen], timeout: float,
 
 
 def launch(ips: list[str], runs: list[dict], *, namespaces: list[str | None] | None = None,
-           transport: dict | None = None, policy: str = "ecmp", qps: int = 1, seed: int = 0,
-           port: int = 18515, out_dir: str | Path | None = None, timeout: float = 120.0,
-           step_timeout: float = 60.0, join_timeout: float = 15.0,
+           transport: dict | None = None, policy: str = RankSpec.policy, qps: int = RankSpec.qps,
+           seed: int = RankSpec.seed, port: int = RankSpec.port,
+           out_dir: str | Path | None = None, timeout: float = 120.0,
+           step_timeout: float = RankSpec.timeout, join_timeout: float = RankSpec.join_timeout,
            topology: str | None = None, fabricd: str | None = None,
            during=None, program: str = "collectives.runner") -> list[dict]:
     """Runs `runs` (dicts: collective, algo, dtype, elements[, seed, options]) on every rank;
@@ -160,14 +162,12 @@ def launch(ips: list[str], runs: list[dict], *, namespaces: list[str | None] | N
             tempfile.TemporaryDirectory(prefix="collectives-") as tmp:
         procs = []
         for rank, ns in enumerate(namespaces):
-            spec = {"ips": ips, "rank": rank, "runs": runs, "transport": transport or {},
-                    "policy": policy, "topology": str(topology) if topology else None,
-                    "fabric": view, "dev": devs[rank], "qps": qps, "seed": seed,
-                    "port": port, "timeout": step_timeout, "join_timeout": join_timeout,
-                    "results": str(Path(tmp) / f"rank{rank}.jsonl"),
-                    "out": str(out_dir) if out_dir else None}
+            spec = RankSpec(ips, rank, runs, str(Path(tmp) / f"rank{rank}.jsonl"),
+                            transport or {}, policy, qps, seed, port, step_timeout,
+                            join_timeout, str(topology) if topology else None, view,
+                            devs[rank], str(out_dir) if out_dir else None)
             path = Path(tmp) / f"rank{rank}.json"
-            path.write_text(json.dumps(spec))
+            spec.write(path)
             cmd = [sys.executable, "-m", program, str(path)]
             if ns:
                 cmd = ["ip", "netns", "exec", ns, *cmd]

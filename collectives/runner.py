@@ -4,7 +4,6 @@ result against numpy, and write one JSON line per run (CCT, bytes, retransmissio
 Run as `python -m collectives.runner SPEC.json` (the launcher does this per namespace)."""
 from __future__ import annotations
 
-import json
 import resource
 import struct
 import sys
@@ -19,6 +18,7 @@ from fabricmodel.topology import load
 from . import algorithms, fabric_view, fidelity, mcast, netreduce, switchml
 from .comm import CommConfig, Communicator
 from .lb import host_class
+from .rank_spec import RankSpec
 from .results import write_jsonl
 from .transport import TransportConfig
 
@@ -34,6 +34,13 @@ ALGORITHMS = {
     ("allreduce", "switchml"): switchml.allreduce_switchml,
     ("allreduce", "netreduce"): netreduce.allreduce_netreduce,
 }
+
+
+def elements_of(nbytes: int, dtype: str) -> int:
+    """How many elements of `dtype` `nbytes` bytes per rank hold (whole elements)."""
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; choose from {sorted(DTYPES)}")
+    return nbytes // np.dtype(DTYPES[dtype]).itemsize
 
 
 def make_input(seed: int, rank: int, dtype: str, elements: int) -> np.ndarray:
@@ -83,25 +90,23 @@ def topology_hosts(path: str | None, ips: list[str]):
     return topo, [topo.host_by_ip(ip).name for ip in ips]
 
 
-def transport_config(spec: dict) -> TransportConfig:
+def transport_config(spec: RankSpec) -> TransportConfig:
     """The rank's transport: the launch seed varies the QPs' ports (other ECMP paths); REPS
     gets an ACK for every packet, so every delivered packet's entropy comes back."""
-    opts = {"port_seed": spec.get("seed", 0)} | spec.get("transport", {})
-    ack_every = host_class(spec.get("policy", "ecmp")).ack_every
+    opts = {"port_seed": spec.seed} | spec.transport
+    ack_every = host_class(spec.policy).ack_every
     if ack_every is not None:
         opts["ack_every"] = ack_every
     return TransportConfig(**opts)
 
 
-def communicator(spec: dict) -> Communicator:
+def communicator(spec: RankSpec) -> Communicator:
     """This rank's communicator as the launcher's spec describes it (joins rank 0)."""
-    topo, hosts = topology_hosts(spec.get("topology"), spec["ips"])
-    routing = installed_routing(topo, spec.get("fabric"))
-    return Communicator(CommConfig(spec["ips"], spec["rank"], transport_config(spec),
-                                   spec.get("policy", "ecmp"), spec.get("qps", 1),
-                                   spec.get("seed", 0), spec.get("port", 18515),
-                                   spec.get("timeout", 60.0), spec.get("join_timeout", 15.0),
-                                   topo, hosts, spec.get("dev"), routing))
+    topo, hosts = topology_hosts(spec.topology, spec.ips)
+    routing = installed_routing(topo, spec.fabric)
+    return Communicator(CommConfig(spec.ips, spec.rank, transport_config(spec), spec.policy,
+                                   spec.qps, spec.seed, spec.port, spec.timeout,
+                                   spec.join_timeout, topo, hosts, spec.dev, routing))
 
 
 # How far ahead rank 0 sets the common start: room for its message to reach every rank
@@ -132,12 +137,12 @@ def agree_start(comm: Communicator) -> float:
     return struct.unpack("!d", got[0])[0]
 
 
-def run_spec(spec: dict) -> list[dict]:
+def run_spec(spec: RankSpec) -> list[dict]:
     comm = communicator(spec)
-    out_dir = Path(spec["out"]) if spec.get("out") else None
+    out_dir = Path(spec.out) if spec.out else None
     rows = []
     try:
-        for i, run in enumerate(spec["runs"]):
+        for i, run in enumerate(spec.runs):
             rows.append(_one(comm, spec, i, run, out_dir))
         comm.barrier()
     finally:
@@ -145,7 +150,7 @@ def run_spec(spec: dict) -> list[dict]:
     return rows
 
 
-def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None) -> dict:
+def _one(comm: Communicator, spec: RankSpec, i: int, run: dict, out_dir: Path | None) -> dict:
     key = (run["collective"], run["algo"])
     if key not in ALGORITHMS:
         raise ValueError(f"no algorithm {run['algo']!r} for {run['collective']!r}; "
@@ -174,7 +179,7 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
         np.save(out_dir / f"run{i}_rank{comm.rank}.npy", got)
     return {"run": i, "collective": run["collective"], "algo": run["algo"],
             "dtype": run["dtype"], "elements": run["elements"], "ranks": comm.size,
-            "rank": comm.rank, "policy": spec.get("policy", "ecmp"),
+            "rank": comm.rank, "policy": spec.policy,
             "reliability": comm.ep.cfg.reliability, "started_at": started, "cct_s": cct, "cpu_s": cpu,
             "cpu_user_s": user,
             "ok": matches(got, expected(run["collective"], inputs, comm.rank)),
@@ -192,8 +197,8 @@ def _one(comm: Communicator, spec: dict, i: int, run: dict, out_dir: Path | None
 
 
 def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[0]).read_text())
-    write_jsonl(run_spec(spec), spec["results"])
+    spec = RankSpec.read(argv[0])
+    write_jsonl(run_spec(spec), spec.results)
     return 0
 
 

@@ -47,6 +47,7 @@ import torch.distributed as dist
 from . import algorithms, mcast, netreduce, switchml
 from .comm import Communicator
 from .group import GroupComm
+from .rank_spec import RankSpec
 from .runner import communicator  # the same rank setup as `python -m collectives run`
 from .torch_tensors import (
     ALLGATHER,
@@ -210,7 +211,7 @@ def _world_process(store, rank: int, size: int, timeout_s: float) -> _Process:
     if spec.get("policy", "ecmp") != "ecmp" and not spec.get("dev"):
         from .launch import interface_of
         spec["dev"] = interface_of(ips[rank], None)
-    _process = _Process(communicator(spec))
+    _process = _Process(communicator(RankSpec.from_dict(spec, "the fabric's configuration")))
     atexit.register(_process.close, False)
     return _process
 

@@ -12,7 +12,6 @@ Run as `python -m collectives.train SPEC.json` (collectives.train_launch starts 
 collectives.launch, as the runner of single collectives)."""
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -23,6 +22,7 @@ import numpy as np
 
 from .comm import Communicator
 from .mlp import MLP, digits
+from .rank_spec import RankSpec
 from .results import write_jsonl
 from .runner import ALGORITHMS, communicator
 
@@ -105,12 +105,12 @@ def params_file(algo: str, epoch: int) -> str:
     return f"{algo}_params_epoch{epoch}.npy"
 
 
-def run_spec(spec: dict) -> list[dict]:
+def run_spec(spec: RankSpec) -> list[dict]:
     comm = communicator(spec)
-    out_dir = Path(spec["out"]) if spec.get("out") else None
+    out_dir = Path(spec.out) if spec.out else None
     rows = []
     try:
-        for run in spec["runs"]:
+        for run in spec.runs:
             cfg = TrainConfig(**run["train"])
             save = None
             if out_dir is not None and comm.rank == 0:   # every rank holds the same model
@@ -118,7 +118,7 @@ def run_spec(spec: dict) -> list[dict]:
                     np.save(out_dir / params_file(algo, epoch), model.params)
             epochs = train(comm, allreduce_of(run["algo"], run.get("options", {})), cfg, save)
             rows += [{"algo": run["algo"], "rank": comm.rank, "ranks": comm.size,
-                      "policy": spec.get("policy", "ecmp"), "config": asdict(cfg)} | e
+                      "policy": spec.policy, "config": asdict(cfg)} | e
                      for e in epochs]
         comm.barrier()
     finally:
@@ -127,8 +127,8 @@ def run_spec(spec: dict) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[0]).read_text())
-    write_jsonl(run_spec(spec), spec["results"])
+    spec = RankSpec.read(argv[0])
+    write_jsonl(run_spec(spec), spec.results)
     return 0
 
 

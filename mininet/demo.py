@@ -34,7 +34,7 @@ from report import HEADERS, MTU, plot, ratio_rows, table, table_rows
 
 from collectives.launch import LaunchError, policy_program
 from collectives.native import default_backend
-from collectives.runner import ALGORITHMS
+from collectives.runner import ALGORITHMS, elements_of
 from collectives.train import TrainConfig
 from collectives.transport import BACKENDS
 from fabricmodel import policies as lb_policies
@@ -390,7 +390,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
         raise click.UsageError("--no-part-one --no-ideas leaves nothing to run")
     (failure_pair,) = _collectives(failure_collective)
     size = size or SIZE[target]
-    runs = [{"collective": c, "algo": a, "dtype": "int32", "elements": parse_size(size) // 4}
+    runs = [{"collective": c, "algo": a, "dtype": "int32", "elements": elements_of(parse_size(size), "int32")}
             for c, a in _collectives(colls)]
     link_mbps = _link_rate(link_mbps)
     adapt_rate = link_mbps is None
@@ -415,7 +415,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
                               {"reliability": reliability, "mtu": MTU, "window": window,
                                "ack_every": ack_every, "backend": backend,
                                "min_rto": min_rto or _drain_rto(queue_depth, ideas_link_mbps)},
-                              parse_size(ideas_size) // 4, seeds=tuple(range(vclos_seeds)),
+                              elements_of(parse_size(ideas_size), "int32"), seeds=tuple(range(vclos_seeds)),
                               repeats=vclos_repeats, ideas=tuple(ideas_list),
                               train=TrainConfig(epochs=train_epochs))
         except LaunchError as err:
@@ -494,7 +494,7 @@ def part_one_runs(target, topology, topo, link_mbps, queue_depth, window, ack_ev
                     failed = failure_runs(net, fabricd, topo, ranks, policy_list,
                                           {"collective": failure_pair[0],
                                            "algo": failure_pair[1], "dtype": "int32",
-                                           "elements": parse_size(size) // 4},
+                                           "elements": elements_of(parse_size(size), "int32")},
                                           link_mbps=link_mbps)
             if cli:
                 interact(net, fabricd)
