@@ -12,7 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
-from results.record import Table
+from results.record import Table, portable
 
 DIRECTIVE = re.compile(r"^\{\{(table|figure)\s+([^|}]+?)\s*(?:\|\s*([^}]*?)\s*)?\}\}$")
 
@@ -29,7 +29,7 @@ def markdown_table(table: Table) -> str:
     body = (["```", table.text.rstrip("\n"), "```"] if table.text is not None else
             [row(table.headers), "|" + "---|" * len(table.headers), *map(row, table.rows)])
     return "\n".join([f"**{table.title}**", "", *body, "",
-                      f"<sub>`{s['command']}` · {s['date']} · {s['machine']} · "
+                      f"<sub>`{portable(s['command'])}` · {s['date']} · {s['machine']} · "
                       f"{s['commit']}</sub>"])
 
 

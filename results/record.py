@@ -6,6 +6,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -48,8 +49,23 @@ def invocation(argv: list[str]) -> list[str]:
     return [str(rel), *argv[1:]]
 
 
+_ABSOLUTE = re.compile(r"(?<![\w.~])/[^\s'\"]+")
+
+
+def portable(command: str) -> str:
+    """`command` without the paths of the machine it ran on: a path in the checkout as seen
+    from its root, any other absolute path as its last part (`…/name`)."""
+    def shown(m: re.Match) -> str:
+        path = Path(m[0])
+        try:
+            return str(path.relative_to(ROOT)) or "."
+        except ValueError:
+            return f"…/{path.name}" if path.name else m[0]
+    return _ABSOLUTE.sub(shown, command)
+
+
 def stamp(command: str | None = None) -> dict:
-    return {"command": command or shlex.join(invocation(sys.argv)),
+    return {"command": portable(command or shlex.join(invocation(sys.argv))),
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine(), "commit": commit()}
 
