@@ -8,7 +8,7 @@ first packet of a message carries metadata, in its RETH as a RoCE NIC would acce
 `rkey` = the job id (the aggregator's memory key for the job), `va` = 1024 x the packet
 number of that first packet on the connection (its address in the job's buffer). The switch
 learns from it the connection's anchor PSN and maps every later packet by (QP, PSN) to a
-slot (p4src/README.md, "NetReduce").
+slot (docs/fabric-p4.md, "NetReduce").
 
 The sum comes back as RDMA WRITE ONLY packets on the reverse direction of the same
 connection: PSN = packet number (the aggregator's initial PSN is 0), RETH va = 1024 x packet
