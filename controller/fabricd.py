@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -213,39 +214,70 @@ def start_web(fabric: Fabric, listen: str) -> WebServer:
               help="Serve the live view (topology, link loads, who uses each link) here, "
                    "e.g. 127.0.0.1:8080. Off by default.")
 @click.option("-v", "--verbose", is_flag=True)
-def main(topo_path, state_path, program, compiler, p4info, config, overrides, listen, tls_cert,
-         tls_key, tls_client_ca, switch_ca, switch_cert, switch_key, port_file, election_id,
-         resync_period, switch_timeout, ecn_threshold, ecn_delay_us, ecmp_mode, web, verbose):
+def main(**given):
     """Run the fabric controller: connect to every switch and serve the fabric API."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+    run(FabricdOptions(**given))
+
+
+@dataclass(frozen=True)
+class FabricdOptions:
+    """fabricd's command line as click checked it, one field per option."""
+    topo_path: Path | None
+    state_path: Path | None
+    program: Path | None
+    compiler: str
+    p4info: Path | None
+    config: Path | None
+    overrides: tuple[str, ...]        # NAME=HOST:PORT
+    listen: str
+    tls_cert: Path | None
+    tls_key: Path | None
+    tls_client_ca: Path | None
+    switch_ca: Path | None
+    switch_cert: Path | None
+    switch_key: Path | None
+    port_file: Path | None
+    election_id: int
+    resync_period: float
+    switch_timeout: float
+    ecn_threshold: int
+    ecn_delay_us: int
+    ecmp_mode: str
+    web: str | None
+    verbose: bool
+
+
+def run(opts: FabricdOptions) -> None:
+    """Start, serve until SIGINT or SIGTERM, stop (exit 0)."""
+    logging.basicConfig(level=logging.INFO if opts.verbose else logging.WARNING,
                         format="fabricd: %(message)s")
-    api_tls, switch_tls = tls_settings(tls_cert, tls_key, tls_client_ca, switch_ca,
-                                       switch_cert, switch_key)
-    pipeline = load_pipeline(program, p4info, config, compiler)
+    api_tls, switch_tls = tls_settings(opts.tls_cert, opts.tls_key, opts.tls_client_ca,
+                                       opts.switch_ca, opts.switch_cert, opts.switch_key)
+    pipeline = load_pipeline(opts.program, opts.p4info, opts.config, opts.compiler)
     schema = Schema(pipeline.p4info)
     limits = (encode_fabric.slot_capacity(schema), encode_fabric.max_workers(schema))
-    intent = load_intent(state_path, topo_path, limits)
-    intent.ecn_threshold, intent.ecn_delay_us = ecn_threshold, ecn_delay_us
-    intent.ecmp_mode = ecmp_mode
-    fabric = Fabric(intent, pipeline, switch_addresses(intent, overrides), state_path,
-                    election_id, switch_timeout, switch_tls)
+    intent = load_intent(opts.state_path, opts.topo_path, limits)
+    intent.ecn_threshold, intent.ecn_delay_us = opts.ecn_threshold, opts.ecn_delay_us
+    intent.ecmp_mode = opts.ecmp_mode
+    fabric = Fabric(intent, pipeline, switch_addresses(intent, opts.overrides), opts.state_path,
+                    opts.election_id, opts.switch_timeout, switch_tls)
     fabric.save()
-    web_server = start_web(fabric, web) if web else None    # a bad --web before any push
-    watchdog = Watchdog(fabric, resync_period)      # before the sessions open: none goes unseen
+    web_server = start_web(fabric, opts.web) if opts.web else None  # a bad --web before a push
+    watchdog = Watchdog(fabric, opts.resync_period)  # before the sessions open: none unseen
     for result in fabric.sync_all():
         status = result.error or (f"{result.inserted} inserted, {result.modified} modified, "
                                   f"{result.deleted} deleted")
         click.echo(f"fabricd: {result.switch}: {status}", err=True)
     try:
-        server, port = serve(fabric, listen, api_tls)
+        server, port = serve(fabric, opts.listen, api_tls)
     except (click.ClickException, RuntimeError) as err:
         if web_server:
             web_server.stop()
-        raise click.ClickException(f"--listen {listen}: cannot listen "
+        raise click.ClickException(f"--listen {opts.listen}: cannot listen "
                                    f"({getattr(err, 'message', err)})") from None
-    if port_file:
-        port_file.write_text(f"{port}\n")
-    click.echo(f"fabricd: serving {intent.topo.name} on {listen.rsplit(':', 1)[0]}:{port}",
+    if opts.port_file:
+        opts.port_file.write_text(f"{port}\n")
+    click.echo(f"fabricd: serving {intent.topo.name} on {opts.listen.rsplit(':', 1)[0]}:{port}",
                err=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
