@@ -47,6 +47,7 @@ import torch.distributed as dist
 from . import algorithms, mcast, netreduce, switchml
 from .comm import Communicator
 from .group import GroupComm
+from .lb import program_of
 from .rank_spec import RankSpec
 from .runner import communicator  # the same rank setup as `python -m collectives run`
 from .torch_tensors import (
@@ -106,7 +107,7 @@ def configure(spec: dict) -> None:
 def _env_spec(rank: int, ips: list[str]) -> dict:
     return {"ips": ips, "rank": rank,
             "transport": json.loads(os.environ.get("MLFABRIC_TRANSPORT") or "{}"),
-            "policy": os.environ.get("MLFABRIC_POLICY", "ecmp"),
+            "policy": os.environ.get("MLFABRIC_POLICY", RankSpec.policy),
             "qps": int(os.environ.get("MLFABRIC_QPS", "1")),
             "port": int(os.environ.get("MLFABRIC_PORT", "18515")),
             "topology": os.environ.get("MLFABRIC_TOPOLOGY")}
@@ -208,7 +209,7 @@ def _world_process(store, rank: int, size: int, timeout_s: float) -> _Process:
         raise ValueError(f"{len(ips)} fabric addresses for a world of {size}")
     spec = _env_spec(rank, ips) | spec | {"rank": rank, "ips": ips}
     spec.setdefault("timeout", min(timeout_s, 120.0))
-    if spec.get("policy", "ecmp") != "ecmp" and not spec.get("dev"):
+    if program_of(spec.get("policy", RankSpec.policy)) is not None and not spec.get("dev"):
         from .launch import interface_of
         spec["dev"] = interface_of(ips[rank], None)
     _process = _Process(communicator(RankSpec.from_dict(spec, "the fabric's configuration")))
