@@ -122,7 +122,8 @@ class EtherealRank:
         self._tor_ids: dict[str, np.ndarray] = {}   # ids in this rank's shuffled order
         self._steer: list[_Steer] = []
         self._steer_parts: list[np.ndarray] = []    # per destination leaf: (mask, value,
-        self._steer_cols = np.zeros((3, 0), dtype=np.int64)  # steered) of its paths, by id
+        self._steer_cols = np.zeros((4, 0), dtype=np.int64)  # steered, hashed hops) of its
+        #                                                       paths, by id
         self._load = np.zeros(0, dtype=np.int64)
         # source ports given per destination rank: the first in arrays, any more in dicts
         n = len(topo.hosts)
@@ -307,13 +308,29 @@ class EtherealRank:
         plan.steered[done] = self._steer_cols[2][plan.path[done]]
         self._first_sport[plan.dst[done]] = port[found]
         self._first_path[plan.dst[done]] = plan.path[done]
-        slow = np.ones(len(plan), dtype=bool)
-        slow[:first_remote] = False
-        slow[done] = False
-        for i in np.flatnonzero(slow):
-            sport, steered = self._search(int(plan.dst[i]), int(plan.path[i]))
+        # the rest in plan order: the table's lowest port is `_search`'s answer unless this
+        # rank gave it toward that host on another path (a halving-doubling step's pieces
+        # all go to one host: this spares a search per piece)
+        rest = np.flatnonzero(np.isin(rows, done, invert=True))
+        lowest = np.full(len(rest), -1, dtype=np.int64)
+        table = steer_mask[rest] >= 0
+        lowest[table] = self._ports.lowest(self._base ^ self._hosts.crc[dst[rest[table]]],
+                                           steer_mask[rest[table]], steer_value[rest[table]])
+        steered_of = self._steer_cols[2]
+        for k, port in zip(rest.tolist(), lowest.tolist(), strict=True):
+            i, d, p = first_remote + k, int(dst[k]), int(pid[k])
+            if port >= 0 and not self._given_elsewhere(d, port, p):
+                sport, steered = port, int(steered_of[p])
+            else:
+                sport, steered = self._search(d, p)
             plan.sport[i], plan.steered[i] = sport, steered
-            self._use(int(plan.dst[i]), sport, int(plan.path[i]))
+            self._use(d, sport, p)
+
+    def _given_elsewhere(self, dst: int, sport: int, pid: int) -> bool:
+        """`sport in self._taken(dst, pid)`, without building the set."""
+        if self._first_sport[dst] == sport:
+            return self._first_path[dst] != pid
+        return self._more_sports.get(dst, {}).get(sport, pid) != pid
 
     def _taken(self, dst: int, pid: int) -> set[int]:
         """Ports this rank gave toward host `dst` on paths other than `pid`."""
@@ -423,8 +440,10 @@ class RankPlan:
         p = self.planner
         if p.pin_all:
             return np.flatnonzero(self.path >= 0)
-        hashed = np.array([len(st.choices) for st in p._steer] or [0], dtype=np.int64)
         remote = self.path >= 0
+        if not remote.any():
+            return np.flatnonzero(remote)
+        hashed = p._steer_cols[3]          # current: _ports_for refreshed it for these rows
         return np.flatnonzero(remote & (self.steered < hashed[np.where(remote, self.path, 0)]))
 
     def subflow(self, i: int, flow: Flow | None = None) -> SubFlow:
@@ -499,7 +518,7 @@ def _shuffled(rng: random.Random, n: int) -> list[int]:
 
 class _RouteCache:
     """What every rank planning on one Routing shares: each path's steering, as objects and
-    as columns (mask, value, steered) for the planner's arrays."""
+    as columns (mask, value, steered, hashed hops) for the planner's arrays."""
 
     def __init__(self) -> None:
         self._steer: dict[tuple[str, str], tuple[list[_Steer], np.ndarray]] = {}
@@ -510,7 +529,8 @@ class _RouteCache:
         if key not in self._steer:
             steer = [_steering(routing, p, tor) for p in routing.paths(src_leaf, tor)]
             cols = np.array([[st.mask for st in steer], [st.value for st in steer],
-                             [st.steered for st in steer]], dtype=np.int64).reshape(3, -1)
+                             [st.steered for st in steer], [len(st.choices) for st in steer]],
+                            dtype=np.int64).reshape(4, -1)
             self._steer[key] = (steer, cols)
         return self._steer[key]
 
