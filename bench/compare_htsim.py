@@ -5,7 +5,11 @@ A connection matrix is text: `Nodes N`, `Connections C`, then one line per flow,
 `SRC->DST [id I] start T size BYTES` (T in picoseconds; here every flow starts at 0, as
 htsim's generators write it). Host i is the engine's rank i (hosts numbered leaf by leaf in
 both). Prints one line of JSON: CCT (the last flow's end), mean FCT, data packets, events, the
-process CPU of the run, and the aggregation-to-core links that carried nothing.
+process CPU of the run, the aggregation-to-core links that carried nothing, and the busiest
+directed link's data in flows' worth (a permutation's CCT under hash ECMP is about that many
+flows' time at line rate). `--seed K` draws the QPs' source ports anew (a NIC picks them at
+random), so the hash puts the same flows on other paths: the engine's counterpart of htsim's
+`-seed`, which redraws its switches' hash salts.
 
     python bench/compare_htsim.py --fabric fattree-8 --cm perm.cm --policy spray
 """
@@ -53,7 +57,8 @@ def core_links_idle(fab: SimFabric, topo: Topology) -> tuple[int, int]:
     return sum(1 for node, port in ups if fab.port_bytes(node, port) == 0), len(ups)
 
 
-def run(topo: Topology, flows, policy: str, transport: Transport, link: LinkSpec) -> dict:
+def run(topo: Topology, flows, policy: str, transport: Transport, link: LinkSpec,
+        seed: int = 0) -> dict:
     fab = SimFabric(topo, link, transport)
     e = fab.engine
     job = e.add_job()
@@ -65,7 +70,8 @@ def run(topo: Topology, flows, policy: str, transport: Transport, link: LinkSpec
         e.add_step(job, r, expect[r])
     qps = []
     for i, (src, dst, size) in enumerate(flows):
-        sport = hashing.connection_sport(fab.names[src], fab.names[dst], i)
+        key = (fab.names[src], fab.names[dst], i) + ((seed,) if seed else ())
+        sport = hashing.connection_sport(*key)
         qps.append(e.add_qp(job, src, dst, 0, size, transport.mtu, sport, MODES[policy]))
     cpu, wall = time.process_time(), time.perf_counter()
     for r in range(n):
@@ -74,7 +80,8 @@ def run(topo: Topology, flows, policy: str, transport: Transport, link: LinkSpec
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     ends = [e.qp_finished(q) for q in qps]
     idle, core = core_links_idle(fab, topo)
-    return {"fabric": topo.name, "hosts": n, "flows": len(flows), "policy": policy,
+    busiest = max(fab.fabric_loads().values()) / (sum(size for *_, size in flows) / len(flows))
+    return {"fabric": topo.name, "hosts": n, "flows": len(flows), "policy": policy, "seed": seed,
             "receiver": transport.receiver_of(policy), "pfc": transport.pfc,
             "host_window": transport.host_window,
             "dcqcn": transport.cc, "done": all(t >= 0 for t in ends),
@@ -83,7 +90,7 @@ def run(topo: Topology, flows, policy: str, transport: Transport, link: LinkSpec
             "cpu_us_per_packet": cpu * 1e6 / max(e.packets_sent, 1),
             "retransmitted": e.retransmitted, "timeouts": e.timeouts, "dropped": e.dropped,
             "pfc_pauses": e.pauses, "max_queue_kb": e.max_queue_bytes / 1e3,
-            "core_links_idle": idle, "core_links": core}
+            "core_links_idle": idle, "core_links": core, "busiest_link_flows": busiest}
 
 
 def main() -> None:
@@ -91,6 +98,8 @@ def main() -> None:
     ap.add_argument("--fabric", choices=FABRICS, required=True)
     ap.add_argument("--cm", type=Path, required=True, help="an htsim connection matrix")
     ap.add_argument("--policy", choices=("ecmp", "spray"), required=True)
+    ap.add_argument("--seed", type=int, default=0,
+                    help="draw the source ports anew (0: the connection's own port)")
     ap.add_argument("--gbps", type=float, default=400.0)
     ap.add_argument("--delay-ns", type=float, default=500.0)
     ap.add_argument("--window", type=int, default=64)
@@ -117,7 +126,7 @@ def main() -> None:
                           rto_s=a.rto_us * 1e-6,
                           pfc=a.pfc, cc=a.dcqcn, pfc_xoff_packets=xoff,
                           pfc_xon_packets=xoff - xon if a.pfc_thresholds else 2)
-    row = run(topo, flows, a.policy, transport, LinkSpec(a.gbps, a.delay_ns))
+    row = run(topo, flows, a.policy, transport, LinkSpec(a.gbps, a.delay_ns), a.seed)
     print(json.dumps(row))
 
 
