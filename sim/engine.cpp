@@ -353,6 +353,7 @@ class Fabric {
         if (!lane.empty()) push_heap(lane.front());
       }
       if (ev.ts != now_) { now_ = ev.ts; now_s_ = clock::seconds(now_); }
+      now_uid_ = ev.uid;
       event_count_++;
       if (ev.kind == STOP) break;
       dispatch(ev);
@@ -459,10 +460,14 @@ class Fabric {
   };
   // One direction of a cable: the sending port's FIFO and line (a packet starts when the line
   // is free, the line is busy for its wire time, the packet arrives `delay_` after its last
-  // bit): two events per packet, the end of transmission, then the arrival.
+  // bit). The arrival is an event; the end of transmission is one only when a packet waits
+  // behind it (`line_busy` says when the line frees either way).
   struct Link {
     int node = -1, port = -1, peer = -1;     // peer: the Link of the other end
-    bool failed = false, busy = false;
+    bool failed = false;
+    int64_t busy_until = 0;                  // the packet on the line ends then ...
+    uint64_t done_uid = 0;                   // ... with this place among that time's events
+    bool done_pending = false;               // its TX_DONE event is scheduled
     std::deque<uint32_t> queue;              // waiting data packets (not the one on the line)
     std::deque<uint32_t> ctrl;               // waiting control packets: sent first, never paused
     uint32_t queue_bytes = 0;                // the data packets' wire bytes
@@ -586,17 +591,34 @@ class Fabric {
     Link& l = links_[ports_[node][port]];
     if (l.failed) return drop(l, p, drop_failed);
     if (pool_[p].h.flags & CONTROL) {
-      if (!l.busy) return transmit_start(l, p);
+      if (!line_busy(l)) return transmit_start(l, p);
       l.ctrl.push_back(p);
-      return;
+      return end_of_line(l);
     }
     if (l.lose_in >= 0 && l.lose_in-- == 0) return drop(l, p, drop_injected);
     if (l.queue.size() >= queue_limit_) return drop(l, p, drop_queue);
     if (pool_[p].in_link >= 0 && !admit(pool_[p])) return drop(l, p, drop_buffer);
-    if (!l.busy && !l.paused) return transmit_start(l, p);
+    bool busy = line_busy(l);
+    if (!busy && !l.paused) return transmit_start(l, p);
     uint32_t wire = WIRE_HEADER + pool_[p].size;
     l.queue.push_back(p);
     l.queue_bytes += wire;
+    if (busy) end_of_line(l);
+  }
+
+  // Whether the line is still sending: the event under way comes before the end of the packet
+  // on it, (busy_until, done_uid) in the events' order, or that end's TX_DONE is yet to run.
+  bool line_busy(const Link& l) const {
+    return l.done_pending || now_ < l.busy_until ||
+           (now_ == l.busy_until && now_uid_ < l.done_uid);
+  }
+
+  // A packet waits behind the one on the line: the end of the line's packet becomes an event,
+  // in the place among the events it was given when that packet started.
+  void end_of_line(Link& l) {
+    if (l.done_pending) return;
+    l.done_pending = true;
+    push_heap({l.busy_until, l.done_uid, int32_t(&l - links_.data()), 0, TX_DONE, -1});
   }
 
   // (A packet is dropped before it takes buffer: one that did always leaves on its line.)
@@ -613,21 +635,20 @@ class Fabric {
     uint32_t wire = WIRE_HEADER + pk.size;
     l.tx_bytes += wire;
     if (!(pk.h.flags & CONTROL)) l.tx_data += pk.size;
-    l.busy = true;
     int64_t tx = tx_ticks(wire);
-    int id = &l - links_.data();
-    schedule_lane(tx, TX_DONE, id);
+    l.busy_until = now_ + tx;
+    l.done_uid = next_uid_++;                   // its end's place, whether an event or not
     schedule_lane(tx + delay_, DELIVER, l.peer, p);
+    if (!l.ctrl.empty() || !l.queue.empty()) end_of_line(l);
   }
 
   void transmit_complete(int id) {
-    Link& l = links_[id];
-    l.busy = false;
-    start_next(l);
+    links_[id].done_pending = false;
+    start_next(links_[id]);
   }
 
   void start_next(Link& l) {
-    if (l.busy) return;
+    if (line_busy(l)) return;
     if (!l.ctrl.empty()) {
       uint32_t p = l.ctrl.front();
       l.ctrl.pop_front();
@@ -1159,6 +1180,7 @@ class Fabric {
   std::vector<Event> events_;               // a binary heap, the soonest on top
   std::vector<Lane> lanes_;
   int64_t now_ = 0;
+  uint64_t now_uid_ = 0;                    // the uid of the event under way
   double now_s_ = 0;                        // now_ in seconds
   bool halted_ = false;
   uint64_t next_uid_ = 0, event_count_ = 0;
