@@ -1,12 +1,12 @@
-"""Parse tree -> checked program: name resolution, type checking and lowering to Python source.
+"""The lowering state the passes share: name resolution, type checking and lowering to Python.
 
-One pass over the tree does all three: each expression is resolved and typed, and produces the
-Python expression that computes it with exact P4 width semantics. The result is a `Program`:
-generated Python source plus a JSON-able description of every control-plane object. The pass is
-split by concern over the lower_* modules."""
+Each expression is resolved and typed where it is met, and produces the Python expression that
+computes it with exact P4 width semantics; the result fills a `Program` (generated Python
+source plus a JSON-able description of every control-plane object). The work is split by
+concern over the lower_* modules; passes.py runs it in order."""
 from __future__ import annotations
 
-from lark import Token, Tree
+from lark import Tree
 
 from . import types as T
 from .ir import Fail, Program, Scope, pos, pyname
@@ -14,13 +14,12 @@ from .lower_blocks import Blocks
 from .lower_calls import Calls
 from .lower_decls import Declarations
 from .lower_exprs import Expressions
-from .lower_v1model import V1Model
 from .parse import SourceMap
 
 __all__ = ["Compiler", "Fail", "Program", "pos", "pyname"]
 
 
-class Compiler(Declarations, Blocks, Expressions, Calls, V1Model):
+class Compiler(Declarations, Blocks, Expressions, Calls):
     def __init__(self, tree: Tree, source: SourceMap):
         self.tree, self.source = tree, source
         self.g = Scope()
@@ -56,19 +55,7 @@ class Compiler(Declarations, Blocks, Expressions, Calls, V1Model):
             self.error_t.members.append(name)
         return self.error_t.members.index(name)
 
-    # ---------------------------------------------------------- driver
-    def run(self) -> Program:
-        for decl in self.tree.children:
-            if isinstance(decl, Tree):
-                self.declaration(decl)
-        main = self.g.lookup("main")
-        if main is None or main.kind != "instance" or main.decl is None:
-            last = len(self.source.lines)
-            raise Fail(Token("IDENTIFIER", "main", line=last, column=1),
-                       "the program has no 'main' package instance (V1Switch(...) main;)")
-        self.finish(main)
-        return self.prog
-
+    # ---------------------------------------------------------- declarations
     def declaration(self, d: Tree):
         kind = d.data
         handler = getattr(self, "decl_" + kind, None)

@@ -1,28 +1,37 @@
-"""The compiler driver: preprocess, parse, check and lower a P4 file into a Program."""
+"""The compiler driver: a P4 file or preprocessed text through the passes (passes.py) into a
+Program, every failure a P4CompileError at its place in the original source."""
 from __future__ import annotations
 
-from . import parse
-from .compiler import Compiler, Fail, Program, pos
+from . import parse, passes
 from .errors import P4CompileError
+from .ir import Fail, Program, pos
 
 
 def compile_file(path: str, include_dirs=(), defines=None) -> Program:
     """Raises P4CompileError (file:line:col in the original source) for any bad program."""
-    return compile_source(parse.preprocess(str(path), include_dirs, defines), str(path))
+    unit = passes.Unit(str(path), path=str(path), include_dirs=tuple(include_dirs),
+                       defines=dict(defines or {}))
+    passes.Preprocess().run(unit)   # cpp's errors are P4CompileErrors at cpp's position already
+    return _front_end(unit)
 
 
 def compile_source(source: parse.SourceMap, name: str) -> Program:
     """The Program of preprocessed text; `name` labels errors that have no place in it."""
+    return _front_end(passes.Unit(name, source=source))
+
+
+def _front_end(unit: passes.Unit) -> Program:
+    source = unit.source
     try:
-        return Compiler(parse.parse(source), source).run()
+        return passes.run(unit, passes.passes_from(passes.Parse)).program
     except P4CompileError:
         raise
     except Fail as exc:
         line, col = pos(exc.where)
         raise source.error(line, col, exc.message) from None
     except RecursionError:
-        raise P4CompileError(name, 1, 1, "program nesting is too deep", "") from None
+        raise P4CompileError(unit.name, 1, 1, "program nesting is too deep", "") from None
     except Exception as exc:  # a checker bug must still read as a compile error, not a traceback
-        raise P4CompileError(name, 1, 1,
+        raise P4CompileError(unit.name, 1, 1,
                              f"internal compiler error ({type(exc).__name__}: {exc}); "
                              "this construct is probably not supported by p4switch", "") from None

@@ -6,9 +6,9 @@ import functools
 import os
 import tempfile
 
-from .. import parse
-from ..compiler import Compiler, Fail, pos
+from .. import parse, passes
 from ..errors import P4CompileError
+from ..ir import Fail, pos
 from .check import BadJson, J
 from .exprs import Exprs
 from .externs import Externs
@@ -139,7 +139,7 @@ def compile_doc(doc, p4info=None):
     try:
         tree = parse.parse(source)
         try:
-            return Compiler(tree, source).run()
+            return passes.lower(tree, source, SOURCE_NAME).program
         except Fail as exc:
             line, col = pos(exc.where)
             raise source.error(line, col, exc.message) from None

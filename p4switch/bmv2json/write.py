@@ -27,16 +27,16 @@ _STANDARD = [(n, w) for n, w in V1_STANDARD.items()]
 def write(source) -> dict:
     """Preprocessed P4 (a parse.SourceMap) -> the BMv2 JSON document. Raises CannotWrite, or
     P4CompileError for a program that does not compile."""
-    from .. import parse
-    from ..compiler import Compiler, Fail, pos
+    from .. import parse, passes
+    from ..ir import Fail, pos
     try:
-        compiler = Compiler(parse.parse(source), source)
-        prog = compiler.run()
+        unit = passes.lower(parse.parse(source), source)
+        prog = unit.program
     except Fail as exc:
         line, col = pos(exc.where)
         raise source.error(line, col, exc.message) from None
     try:
-        return Document(prog, compiler).build()
+        return Document(prog, unit.lowering).build()
     except CannotWrite:
         raise
     except (LookupError, AttributeError, TypeError, ValueError) as exc:
