@@ -1,11 +1,13 @@
-"""The compiler as passes: the pass list's order is checked."""
+"""The compiler as passes: the pass list's order is checked, and externs are lowered through
+the registry of lowerings by name."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from p4switch import frontend, parse, passes
+from p4switch import frontend, lower_externs, parse, passes
+from p4switch.errors import P4CompileError
 
 L3 = Path(__file__).parent / "core_programs" / "l3_three_tables.p4"
 
@@ -36,3 +38,42 @@ def test_compiler_passes_from_source_match_from_file():
     a = frontend.compile_source(source, str(L3)).to_json()
     b = frontend.compile_file(str(L3), (L3.parent,)).to_json()
     assert a == b
+
+
+def _declared_externs():
+    """Extern functions and (extern, method) pairs v1model.p4 (with core.p4) declares."""
+    tree = parse.parse(parse.preprocess(str(parse.INCLUDE_DIR / "v1model.p4")))
+    functions, methods = set(), set()
+    for d in tree.find_data("extern_decl"):
+        ident = next((c for c in d.children if getattr(c, "type", None) == "TYPE_IDENTIFIER"), None)
+        protos = list(d.find_data("method_proto"))
+        if ident is not None and protos:
+            for m in protos:
+                methods.add((ident.value, _proto_name(next(m.find_data("function_proto")))))
+            continue
+        for fp in d.find_data("function_proto"):
+            functions.add(_proto_name(fp))
+    return functions, methods
+
+
+def _proto_name(proto) -> str:
+    name = next(c for c in proto.children if getattr(c, "data", None) == "name")
+    return name.children[0].value
+
+
+def test_call_extern_fn_dispatches_every_declared_extern_by_name():
+    functions, methods = _declared_externs()
+    assert "mark_to_drop" in functions and ("register", "read") in methods
+    assert set(lower_externs.EXTERN_FUNCTIONS) == functions
+    assert set(lower_externs.EXTERN_METHODS) == methods
+
+
+def test_call_extern_fn_refuses_an_extern_without_lowering(tmp_path):
+    prog = L3.read_text().replace("control MyIngress(", "extern void my_own(in bit<8> x);\n"
+                                  "control MyIngress(", 1)
+    prog = prog.replace("apply {", "apply {\n        my_own(8w1);", 1)
+    assert "my_own(8w1)" in prog
+    path = tmp_path / "own_extern.p4"
+    path.write_text(prog)
+    with pytest.raises(P4CompileError, match="extern function 'my_own' is not supported"):
+        frontend.compile_file(str(path), (L3.parent,))
