@@ -561,6 +561,7 @@ class Expressions:
         return a, b
 
     def binop(self, node, scope, w, ctx, expected):
+        """A binary operator; both operands are evaluated left to right before it applies."""
         op = node.children[1].value
         na, nb = node.children[0], node.children[2]
         a = self.expr(na, scope, w, ctx)
@@ -568,59 +569,78 @@ class Expressions:
         b = self.expr(nb, scope, w, ctx)
         a = self.pin(a, w, mark)
         if op in ("<<", ">>"):
-            at = T.strip(a.type)
-            bt = T.strip(b.type)
-            if isinstance(bt, T.BitsT) and bt.signed:
-                raise Fail(nb, f"the shift amount must be unsigned, not {b.type}")
-            if at is T.INT:
-                if a.const is not None and b.const is not None:
-                    v = a.const << b.const if op == "<<" else a.const >> b.const
-                    return Ex(repr(v), T.INT, const=v)
-                if expected is not None and isinstance(T.strip(expected), T.BitsT):
-                    a = self.coerce(a, expected, na)
-                    at = T.strip(a.type)
-                else:
-                    raise Fail(na, "shifting an integer literal by a variable needs a width (cast it)")
-            if not isinstance(at, T.BitsT):
-                raise Fail(na, f"cannot shift a value of type {a.type}")
-            if a.const is not None and b.const is not None:
-                v = wrap(a.const << b.const if op == "<<" else a.const >> b.const, at)
-                return Ex(repr(v), a.type, const=v)
-            if op == ">>":
-                if b.const is not None:
-                    return Ex(f"({a.code} >> {b.const})", a.type)
-                return Ex(f"({a.code} >> {b.code})", a.type)
-            if b.const is not None:
-                if b.const >= at.width:
-                    return Ex("0", a.type, const=0)
-                return Ex(self.wrap_code(f"{a.code} << {b.const}", at), a.type)
-            return Ex(f"_shl({a.code}, {b.code}, {at.width}, {at.signed})", a.type)
+            return self.shift_op(op, a, b, na, nb, expected)
         if op == "++":
-            at, bt = T.strip(a.type), T.strip(b.type)
-            for x, t, n in ((a, at, na), (b, bt, nb)):
-                if not isinstance(t, T.BitsT):
-                    raise Fail(n, f"operands of ++ need a width, not {x.type}")
-            rt = T.BitsT(at.width + bt.width, at.signed)
-            if a.const is not None and b.const is not None:
-                v = wrap(((a.const & at.mask) << bt.width) | (b.const & bt.mask), rt)
-                return Ex(repr(v), rt, const=v)
-            code = f"((({a.code}) & {at.mask:#x}) << {bt.width} | (({b.code}) & {bt.mask:#x}))"
-            return Ex(self.wrap_code(code, rt) if rt.signed else code, rt)
+            return self.concat_op(a, b, na, nb)
         a, b = self.unify(a, b, nb, op)
+        if op in ("==", "!=", "<", ">", "<=", ">="):
+            return self.compare_op(op, a, b, nb)
+        return self.arith_op(op, a, b, na, nb)
+
+    def shift_op(self, op, a, b, na, nb, expected):
+        """`<<` and `>>`: the result has the left operand's type; an unsized literal shifted by
+        a variable takes the expected type."""
+        at = T.strip(a.type)
+        bt = T.strip(b.type)
+        if isinstance(bt, T.BitsT) and bt.signed:
+            raise Fail(nb, f"the shift amount must be unsigned, not {b.type}")
+        if at is T.INT:
+            if a.const is not None and b.const is not None:
+                v = a.const << b.const if op == "<<" else a.const >> b.const
+                return Ex(repr(v), T.INT, const=v)
+            if expected is not None and isinstance(T.strip(expected), T.BitsT):
+                a = self.coerce(a, expected, na)
+                at = T.strip(a.type)
+            else:
+                raise Fail(na, "shifting an integer literal by a variable needs a width (cast it)")
+        if not isinstance(at, T.BitsT):
+            raise Fail(na, f"cannot shift a value of type {a.type}")
+        if a.const is not None and b.const is not None:
+            v = wrap(a.const << b.const if op == "<<" else a.const >> b.const, at)
+            return Ex(repr(v), a.type, const=v)
+        if op == ">>":
+            if b.const is not None:
+                return Ex(f"({a.code} >> {b.const})", a.type)
+            return Ex(f"({a.code} >> {b.code})", a.type)
+        if b.const is not None:
+            if b.const >= at.width:
+                return Ex("0", a.type, const=0)
+            return Ex(self.wrap_code(f"{a.code} << {b.const}", at), a.type)
+        return Ex(f"_shl({a.code}, {b.code}, {at.width}, {at.signed})", a.type)
+
+    def concat_op(self, a, b, na, nb):
+        """`++`: as wide as both operands, signed as the left one."""
+        at, bt = T.strip(a.type), T.strip(b.type)
+        for x, t, n in ((a, at, na), (b, bt, nb)):
+            if not isinstance(t, T.BitsT):
+                raise Fail(n, f"operands of ++ need a width, not {x.type}")
+        rt = T.BitsT(at.width + bt.width, at.signed)
+        if a.const is not None and b.const is not None:
+            v = wrap(((a.const & at.mask) << bt.width) | (b.const & bt.mask), rt)
+            return Ex(repr(v), rt, const=v)
+        code = f"((({a.code}) & {at.mask:#x}) << {bt.width} | (({b.code}) & {bt.mask:#x}))"
+        return Ex(self.wrap_code(code, rt) if rt.signed else code, rt)
+
+    def compare_op(self, op, a, b, nb):
+        """Comparisons of operands of one type: `==`/`!=` of any, the others of numbers."""
         t = a.type
         st = T.strip(t)
-        cmp_ops = {"==": "==", "!=": "!=", "<": "<", ">": ">", "<=": "<=", ">=": ">="}
-        if op in cmp_ops:
-            if op in ("==", "!="):
-                if self.is_composite(t):
-                    code = f"({a.code}._t() {op} {b.code}._t())"
-                    return Ex(code, T.BOOL)
-            elif not (isinstance(st, T.BitsT) or st is T.INT):
-                raise Fail(nb, f"operator '{op}' needs numbers, not {t}")
-            if a.const is not None and b.const is not None:
-                v = eval(f"{a.const!r} {op} {b.const!r}")
-                return Ex(repr(v), T.BOOL, const=v)
-            return Ex(f"({a.code} {op} {b.code})", T.BOOL)
+        if op in ("==", "!="):
+            if self.is_composite(t):
+                code = f"({a.code}._t() {op} {b.code}._t())"
+                return Ex(code, T.BOOL)
+        elif not (isinstance(st, T.BitsT) or st is T.INT):
+            raise Fail(nb, f"operator '{op}' needs numbers, not {t}")
+        if a.const is not None and b.const is not None:
+            v = eval(f"{a.const!r} {op} {b.const!r}")
+            return Ex(repr(v), T.BOOL, const=v)
+        return Ex(f"({a.code} {op} {b.code})", T.BOOL)
+
+    def arith_op(self, op, a, b, na, nb):
+        """Arithmetic and bitwise operators with P4's wrap-around (saturating for `|+|`
+        `|-|`); integer literals only between constants."""
+        t = a.type
+        st = T.strip(t)
         if not (isinstance(st, T.BitsT) or st is T.INT):
             raise Fail(nb if st is not T.BOOL else na, f"operator '{op}' needs bit<W> or int<W> operands, not {t}")
         pyop = {"+": "+", "-": "-", "*": "*", "/": "//", "%": "%", "&": "&", "|": "|", "^": "^"}.get(op)

@@ -1,7 +1,8 @@
-"""The compiler as passes: the pass list's order is checked, and externs are lowered through
-the registry of lowerings by name."""
+"""The compiler as passes: the pass list's order is checked, externs are lowered through the
+registry of lowerings by name, and the compiler's functions stay short."""
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,13 @@ import pytest
 from p4switch import frontend, lower_externs, parse, passes
 from p4switch.errors import P4CompileError
 
+PKG = Path(__file__).resolve().parents[2] / "p4switch"
 L3 = Path(__file__).parent / "core_programs" / "l3_three_tables.p4"
+# the compiler's modules (the BMv2 JSON, device and runtime folders are parts of their own)
+COMPILER_MODULES = ["compiler", "frontend", "passes", "compile", "ir", "lower_blocks",
+                    "lower_calls", "lower_decls", "lower_exprs", "lower_externs", "lower_types",
+                    "lower_v1model", "parse", "types", "p4info", "p4info_check", "tables",
+                    "stateful", "engine", "pipeline", "switch", "stf", "conformance", "cli"]
 
 
 def test_compiler_passes_listed_in_one_module_in_order():
@@ -77,3 +84,11 @@ def test_call_extern_fn_refuses_an_extern_without_lowering(tmp_path):
     path.write_text(prog)
     with pytest.raises(P4CompileError, match="extern function 'my_own' is not supported"):
         frontend.compile_file(str(path), (L3.parent,))
+
+
+@pytest.mark.parametrize("module", COMPILER_MODULES)
+def test_compiler_functions_at_most_80_lines(module):
+    tree = ast.parse((PKG / f"{module}.py").read_text())
+    long = [f"{n.name} ({n.end_lineno - n.lineno + 1} lines)" for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.end_lineno - n.lineno >= 80]
+    assert not long, f"{module}.py: {', '.join(long)}"
