@@ -1,7 +1,9 @@
 """Helpers the generated per-program code runs on: packet cursor, header stacks, control flow
 signals, width arithmetic the generator does not inline, and the v1model hash algorithms.
 
-The generated module does `from p4switch.engine import *`; `_S` (the packet being processed),
+The generated module does `from p4switch.engine import *`: `__all__` is its vocabulary, spelt
+with a leading underscore so that no name the generator makes (`A_...`, `T_...`, `p_...`) can
+clash with it; Python code outside it uses the public names. `_S` (the packet being processed),
 `_LOG` and `_log` are then rebound per switch in that module's namespace."""
 from __future__ import annotations
 
@@ -19,15 +21,15 @@ _LOG = False
 _S = None
 
 
-def _log(_line):
-    """Replaced per switch by set_logger."""
+def no_log(_line):
+    """The generated code's `_log` until a switch's set_logger rebinds it."""
 
 
 class P4AssertionError(Exception):
     """A v1model assert()/assume() failed (BMv2 would stop the switch)."""
 
 
-class _Reject(Exception):
+class ParserReject(Exception):
     """The parser stops; `code` is the error (None: an explicit `transition reject`)."""
 
     def __init__(self, code):
@@ -35,11 +37,11 @@ class _Reject(Exception):
         self.code = code
 
 
-class _Exit(Exception):
+class ExitBlock(Exception):
     """`exit` statement: leaves the current top-level control."""
 
 
-class _Packet:
+class PacketCursor:
     """The packet_in cursor: bit offset `bo` into `data`, `n` bits in all."""
 
     __slots__ = ("data", "bo", "n")
@@ -50,7 +52,7 @@ class _Packet:
     def peek(self, width: int) -> int:
         end = self.bo + width
         if end > self.n:
-            raise _Reject(PACKET_TOO_SHORT)
+            raise ParserReject(PACKET_TOO_SHORT)
         v = int.from_bytes(self.data[self.bo >> 3:(end + 7) >> 3], "big")
         if end & 7:
             v >>= 8 - (end & 7)
@@ -58,7 +60,7 @@ class _Packet:
 
     def advance(self, bits: int):
         if self.bo + bits > self.n:
-            raise _Reject(PACKET_TOO_SHORT)
+            raise ParserReject(PACKET_TOO_SHORT)
         self.bo += bits
 
 
@@ -80,7 +82,7 @@ class _Stack:
 
     def _next(self):
         if self.nxt >= len(self.h):
-            raise _Reject(STACK_OUT_OF_BOUNDS)
+            raise ParserReject(STACK_OUT_OF_BOUNDS)
         return self.h[self.nxt]
 
     def _ext_next(self, pkt):
@@ -89,7 +91,7 @@ class _Stack:
 
     def _last(self):
         if self.nxt == 0:
-            raise _Reject(STACK_OUT_OF_BOUNDS)
+            raise ParserReject(STACK_OUT_OF_BOUNDS)
         return self.h[self.nxt - 1]
 
     def _last_any(self):
@@ -125,7 +127,7 @@ def join_chunks(chunks) -> bytes:
             acc, nbits = (acc << (8 * len(c))) | int.from_bytes(c, "big"), nbits + 8 * len(c)
         else:
             acc, nbits = (acc << c.width) | c.value, nbits + c.width
-    return _bytes(acc, nbits)
+    return pack_bits(acc, nbits)
 
 
 def _ix(i: int, size: int) -> int:
@@ -151,7 +153,7 @@ def _mod(h: int, m: int) -> int:
     return h % m if m else h
 
 
-def _bytes(value: int, nbits: int) -> bytes:
+def pack_bits(value: int, nbits: int) -> bytes:
     pad = -nbits % 8
     return (value << pad).to_bytes((nbits + pad) // 8, "big")
 
@@ -196,7 +198,7 @@ def xor16(data: bytes) -> int:
     return v
 
 
-def _hash(algo: str, data: bytes) -> int:
+def hash_bytes(algo: str, data: bytes) -> int:
     if algo in ("crc32", "crc32_custom"):
         return zlib.crc32(data)
     if algo in ("crc16", "crc16_custom"):
@@ -236,8 +238,8 @@ class Rng:
         return lo if hi <= lo else lo + self.next() % (hi - lo + 1)
 
     def hash(self, algo: str, data: bytes) -> int:
-        """_hash with HashAlgorithm.random drawn from this generator."""
-        return self.next() & 0xFFFFFFFF if algo == "random" else _hash(algo, data)
+        """hash_bytes with HashAlgorithm.random drawn from this generator."""
+        return self.next() & 0xFFFFFFFF if algo == "random" else hash_bytes(algo, data)
 
 
 _RNG = Rng()               # the module's own; every switch rebinds _random to its own Rng
@@ -268,3 +270,8 @@ class PacketState:
     def __init__(self):
         self.clone = self.resubmit = self.recirculate = self.truncate = self.digest = None
         self.depth = self.clip = 0
+
+
+# the generated code's spellings of the public names above
+_Reject, _Exit, _Packet = ParserReject, ExitBlock, PacketCursor
+_bytes, _hash, _log = pack_bits, hash_bytes, no_log

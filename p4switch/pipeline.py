@@ -9,7 +9,7 @@ from collections import namedtuple
 
 from . import engine
 from .compiler import Program, pyname
-from .engine import PacketState, Rng, _Exit, _Packet, _Reject, join_chunks
+from .engine import ExitBlock, PacketCursor, PacketState, ParserReject, Rng, join_chunks
 from .stateful import Counter, DirectMeter, Meter, MeterState, Register, ValueSet
 from .tables import ActionProfile, Entry, Table
 
@@ -86,7 +86,7 @@ class Pipeline:
     def set_logger(self, fn):
         self.logger = fn
         self.ns["_LOG"] = fn is not None
-        self.ns["_log"] = fn if fn is not None else engine._log
+        self.ns["_log"] = fn if fn is not None else engine.no_log
 
     def _say(self, line):
         if self.logger is not None:
@@ -111,118 +111,118 @@ class Pipeline:
         if _depth > MAX_LOOPS:
             self._say("Dropping packet: too many resubmit/recirculate rounds")
             return []
-        S = self._parse(ingress_port, data, _instance, _from, _fl)
-        S.depth = _depth
-        sm = S.sm
+        state = self._parse(ingress_port, data, _instance, _from, _fl)
+        state.depth = _depth
+        sm = state.sm
         try:
-            self._INGRESS(S)
-        except _Exit:
+            self._INGRESS(state)
+        except ExitBlock:
             pass
         jobs = []
-        if S.clone is not None and S.clone[0] == I2E:
-            replicas, clip = self.clone_sessions.get(S.clone[1] & 0xFFFFFFFF, ((), 0))
+        if state.clone is not None and state.clone[0] == I2E:
+            replicas, clip = self.clone_sessions.get(state.clone[1] & 0xFFFFFFFF, ((), 0))
             for port, rid in replicas:
-                C = self._parse(ingress_port, data, INGRESS_CLONE, S, S.clone[2])
-                C.sm.egress_port, C.sm.egress_rid, C.clip = port, rid, clip
-                jobs.append(EgressJob(port, C))
-        if S.digest is not None:
-            name, make = S.digest
+                copy = self._parse(ingress_port, data, INGRESS_CLONE, state, state.clone[2])
+                copy.sm.egress_port, copy.sm.egress_rid, copy.clip = port, rid, clip
+                jobs.append(EgressJob(port, copy))
+        if state.digest is not None:
+            name, make = state.digest
             record = make()
             self.digest_queue.append((name, tuple(getattr(record, a) for a in self.program.digests[name]["attrs"])))
-        if S.resubmit is not None:
+        if state.resubmit is not None:
             self._say("Resubmitting packet")
-            return self.ingress(ingress_port, data, RESUBMIT, S, S.resubmit, _depth + 1) + jobs
+            return self.ingress(ingress_port, data, RESUBMIT, state, state.resubmit, _depth + 1) + jobs
         if sm.mcast_grp:
             replicas = self.mc_groups.get(sm.mcast_grp, [])
             self._say(f"Multicast to group {sm.mcast_grp}: {len(replicas)} replicas")
             main = []
             for port, rid in replicas:
-                R = self._copy_state(S)
-                R.sm.egress_port, R.sm.egress_rid, R.sm.instance_type = port, rid, REPLICATION
-                main.append(EgressJob(port, R))
+                replica = self._copy_state(state)
+                replica.sm.egress_port, replica.sm.egress_rid, replica.sm.instance_type = port, rid, REPLICATION
+                main.append(EgressJob(port, replica))
             return main + jobs
         if sm.egress_spec == DROP_PORT:
             self._say("Dropping packet at the end of ingress")
             return jobs
         sm.egress_port = sm.egress_spec
-        return [EgressJob(sm.egress_spec, S)] + jobs
+        return [EgressJob(sm.egress_spec, state)] + jobs
 
     def _parse(self, port, data, instance, src, field_list):
-        S = PacketState()
-        S.data = data
-        S.plen = len(data)
-        S.hdr, S.meta, S.sm = self._HDR(), self._META(), self._SM()
-        sm = S.sm
+        state = PacketState()
+        state.data = data
+        state.plen = len(data)
+        state.hdr, state.meta, state.sm = self._HDR(), self._META(), self._SM()
+        sm = state.sm
         sm.ingress_port, sm.instance_type, sm.packet_length = port, instance, len(data)
         sm.ingress_global_timestamp = time.monotonic_ns() // 1000 & 0xFFFFFFFFFFFF
         if src is not None and field_list is not None and field_list >= 0:
-            self._PRESERVE(src, S, field_list)
-        self.cur = S
-        self.ns["_S"] = S
+            self._PRESERVE(src, state, field_list)
+        self.cur = state
+        self.ns["_S"] = state
         self._say(f"Packet of {len(data)} bytes on port {port}, instance type {instance}: parser")
-        pkt = _Packet(data)
+        pkt = PacketCursor(data)
         try:
-            self._PARSE(S, pkt)
-        except _Reject as r:
+            self._PARSE(state, pkt)
+        except ParserReject as r:
             sm.parser_error = r.code if r.code is not None else 0
             self._say(f"Parser error {self.program.errors[sm.parser_error] if sm.parser_error < len(self.program.errors) else sm.parser_error}")
-        S.payload = data[(pkt.bo + 7) >> 3:]
-        self._VERIFY(S)
+        state.payload = data[(pkt.bo + 7) >> 3:]
+        self._VERIFY(state)
         self._say("Ingress pipeline")
-        return S
+        return state
 
-    def _copy_state(self, S):
-        R = PacketState()
-        R.data, R.plen, R.payload, R.depth = S.data, S.plen, S.payload, S.depth
-        R.hdr, R.meta, R.sm = S.hdr._copy(), S.meta._copy(), S.sm._copy()
-        return R
+    def _copy_state(self, state):
+        copy = PacketState()
+        copy.data, copy.plen, copy.payload, copy.depth = state.data, state.plen, state.payload, state.depth
+        copy.hdr, copy.meta, copy.sm = state.hdr._copy(), state.meta._copy(), state.sm._copy()
+        return copy
 
     def egress(self, job, enq_timestamp=0, enq_qdepth=0, deq_timedelta=0, deq_qdepth=0):
-        S = job.state
-        sm = S.sm
+        state = job.state
+        sm = state.sm
         sm.egress_port = job.egress_port
         sm.enq_timestamp, sm.enq_qdepth = enq_timestamp & 0xFFFFFFFF, enq_qdepth & 0x7FFFF
         sm.deq_timedelta, sm.deq_qdepth = deq_timedelta & 0xFFFFFFFF, deq_qdepth & 0x7FFFF
         sm.egress_global_timestamp = time.monotonic_ns() // 1000 & 0xFFFFFFFFFFFF
-        S.clone = S.recirculate = S.digest = None   # truncate() from ingress still applies
-        self.cur = S
-        self.ns["_S"] = S
+        state.clone = state.recirculate = state.digest = None   # truncate() from ingress still applies
+        self.cur = state
+        self.ns["_S"] = state
         self._say(f"Egress: port {job.egress_port}, instance type {sm.instance_type}")
         try:
-            self._EGRESS(S)
-        except _Exit:
+            self._EGRESS(state)
+        except ExitBlock:
             pass
         out = []
         clone_jobs = []
-        if S.clone is not None and S.clone[0] == E2E:
-            replicas, clip = self.clone_sessions.get(S.clone[1] & 0xFFFFFFFF, ((), 0))
+        if state.clone is not None and state.clone[0] == E2E:
+            replicas, clip = self.clone_sessions.get(state.clone[1] & 0xFFFFFFFF, ((), 0))
             for port, rid in replicas:
-                C = PacketState()
-                C.data, C.plen, C.payload, C.depth = S.data, S.plen, S.payload, S.depth
-                C.hdr, C.meta, C.sm = S.hdr._copy(), self._META(), self._SM()
-                if S.clone[2] is not None:
-                    self._PRESERVE(S, C, S.clone[2])
-                C.sm.ingress_port = sm.ingress_port
-                C.sm.packet_length = sm.packet_length
-                C.sm.instance_type = EGRESS_CLONE
-                C.sm.egress_rid, C.clip = rid, clip
-                clone_jobs.append(EgressJob(port, C))
+                copy = PacketState()
+                copy.data, copy.plen, copy.payload, copy.depth = state.data, state.plen, state.payload, state.depth
+                copy.hdr, copy.meta, copy.sm = state.hdr._copy(), self._META(), self._SM()
+                if state.clone[2] is not None:
+                    self._PRESERVE(state, copy, state.clone[2])
+                copy.sm.ingress_port = sm.ingress_port
+                copy.sm.packet_length = sm.packet_length
+                copy.sm.instance_type = EGRESS_CLONE
+                copy.sm.egress_rid, copy.clip = rid, clip
+                clone_jobs.append(EgressJob(port, copy))
         if sm.egress_spec == DROP_PORT:
             self._say("Dropping packet at the end of egress")
         else:
-            self.cur = S
-            self.ns["_S"] = S
-            self._COMPUTE(S)
+            self.cur = state
+            self.ns["_S"] = state
+            self._COMPUTE(state)
             chunks = []
-            self._DEPARSE(S, chunks)
-            data = join_chunks(chunks) + S.payload
-            if S.truncate is not None:
-                data = data[:S.truncate]
-            if S.clip:
-                data = data[:S.clip]
-            if S.recirculate is not None:
+            self._DEPARSE(state, chunks)
+            data = join_chunks(chunks) + state.payload
+            if state.truncate is not None:
+                data = data[:state.truncate]
+            if state.clip:
+                data = data[:state.clip]
+            if state.recirculate is not None:
                 self._say("Recirculating packet")
-                out.extend(self.ingress(sm.ingress_port, data, RECIRC, S, S.recirculate, S.depth + 1))
+                out.extend(self.ingress(sm.ingress_port, data, RECIRC, state, state.recirculate, state.depth + 1))
             else:
                 out.append((job.egress_port, data))
         out.extend(clone_jobs)

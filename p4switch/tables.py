@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from time import monotonic_ns
 
-from .engine import _bytes, _hash
+from .engine import hash_bytes, pack_bits
 
 _MISS = object()
 
@@ -65,7 +65,7 @@ class ActionProfile:
             for v, w in zip(sel, sel_widths, strict=False):
                 value = (value << w) | (v & ((1 << w) - 1))
                 total += w
-            h = _hash(self.algorithm, _bytes(value, total)) & self.output_mask
+            h = hash_bytes(self.algorithm, pack_bits(value, total)) & self.output_mask
             m = self.members[members[h % len(members)]]
         return m[2], m[1], m[0]
 

@@ -1,5 +1,5 @@
 """The compiler as passes: the pass list's order is checked, externs are lowered through the
-registry of lowerings by name, and the compiler's functions stay short."""
+registry of lowerings by name, the compiler's functions stay short and import no private names."""
 from __future__ import annotations
 
 import ast
@@ -92,3 +92,12 @@ def test_compiler_functions_at_most_80_lines(module):
     long = [f"{n.name} ({n.end_lineno - n.lineno + 1} lines)" for n in ast.walk(tree)
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.end_lineno - n.lineno >= 80]
     assert not long, f"{module}.py: {', '.join(long)}"
+
+
+def test_compiler_modules_import_no_private_names():
+    for module in COMPILER_MODULES:
+        tree = ast.parse((PKG / f"{module}.py").read_text())
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom):
+                private = [a.name for a in n.names if a.name.startswith("_")]
+                assert not private, f"{module}.py imports {private} from {n.module}"
