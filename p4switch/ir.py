@@ -56,6 +56,43 @@ def name_tok(node) -> Token:
     return node.children[0]
 
 
+def simple_name(node):
+    """The identifier token of a plain name (expression or declaration), or None."""
+    if isinstance(node, Token):
+        return node
+    if isinstance(node, Tree) and node.data in ("e_name", "name", "nonkw_name"):
+        return simple_name(node.children[0])
+    return None
+
+
+def args_of(args_node) -> list:
+    """The argument nodes of an `args` subtree (none when absent)."""
+    return [a for a in (args_node.children if args_node is not None else [])]
+
+
+def proto_names(proto) -> list[str]:
+    """The parameter names of a function prototype, in order."""
+    return [name_tok(sub1(p, "name")).value for p in sub(sub1(proto, "params"), "param")]
+
+
+def keyset_elems(ks) -> list:
+    """The elements of a keyset (one, or each of a tuple)."""
+    if isinstance(ks, Tree) and ks.data == "keyset":
+        return [ks.children[0]]
+    if isinstance(ks, Tree) and ks.data == "keyset_tuple":
+        return list(ks.children)
+    return [ks]
+
+
+def is_wild(el) -> bool:
+    """Whether a keyset element matches anything (`default`, `_`)."""
+    if isinstance(el, Tree) and el.data in ("ks_default", "ks_dontcare", "keyset_default_paren", "keyset_dontcare_paren"):
+        return True
+    if isinstance(el, Tree) and el.data == "keyset":
+        return is_wild(el.children[0])
+    return False
+
+
 def parse_int(text: str) -> tuple[int, T.Type]:
     """A P4 integer literal -> (value, type)."""
     text = text.replace("_", "")
@@ -85,6 +122,25 @@ def wrap(value: int, t: T.BitsT) -> int:
     if t.signed and value >> (t.width - 1):
         value -= 1 << t.width
     return value
+
+
+def wrap_code(code: str, t: T.BitsT) -> str:
+    """Python code of `code` wrapped around to the width (and signedness) of t."""
+    if t.signed:
+        h = 1 << (t.width - 1)
+        return f"((({code}) + {h:#x} & {t.mask:#x}) - {h:#x})"
+    return f"(({code}) & {t.mask:#x})"
+
+
+def saturate(v: int, st: T.BitsT) -> int:
+    lo, hi = (-(1 << (st.width - 1)), (1 << (st.width - 1)) - 1) if st.signed else (0, st.mask)
+    return min(max(v, lo), hi)
+
+
+def is_composite(t) -> bool:
+    """Headers, unions, structs and stacks: passed by reference and copied explicitly."""
+    t = T.strip(t)
+    return isinstance(t, T.FieldsT | T.StackT)
 
 
 def annotations_of(tree: Tree) -> dict[str, list]:
@@ -117,6 +173,22 @@ def anno_int(annos: dict, key: str) -> int | None:
         if ttype == "INTEGER":
             return parse_int(value)[0]
     return None
+
+
+def anno_json(annos: dict) -> dict:
+    """Annotations as the Program records them: {name: [body token values]}."""
+    return {k: [v for _, v in body] for k, body in annos.items()}
+
+
+def fq_name(prefix: str, local: str, annos: dict) -> str:
+    """The fully qualified (P4Info) name of a declaration: `@name` wins, a leading dot makes
+    it global."""
+    name = anno_string(annos, "name")
+    if name is not None:
+        if name.startswith("."):
+            return name[1:]
+        local = name
+    return f"{prefix}.{local}" if prefix else local
 
 
 _RESERVED_ATTRS = {"_v", "_W", "_mk", "_copy", "_t", "_ext", "_peek", "_int", "_emit"}

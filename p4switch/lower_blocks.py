@@ -2,7 +2,7 @@
 tables: lower_tables.py)."""
 from __future__ import annotations
 
-from lark import Token, Tree
+from lark import Tree
 
 from . import types as T
 from .ir import (
@@ -13,8 +13,13 @@ from .ir import (
     Writer,
     annotations_of,
     attr,
+    fq_name,
+    is_composite,
+    is_wild,
+    keyset_elems,
     name_tok,
     pyname,
+    simple_name,
     sub,
     sub1,
 )
@@ -92,7 +97,7 @@ class Blocks:
                 self.decl_instantiation(local, scope, fq)
                 var = scope.names[name_tok(sub1(local, "name")).value]
                 if var.kind == "subcontrol":
-                    var.code = self.instantiate_control(var.type, self.fq_name(fq, var.name, annotations_of(local)), var.decl[1], scope, local)
+                    var.code = self.instantiate_control(var.type, fq_name(fq, var.name, annotations_of(local)), var.decl[1], scope, local)
                     subs.append(var)
                 elif var.kind == "subparser":
                     raise Fail(local, "a parser cannot be instantiated inside a control")
@@ -109,7 +114,7 @@ class Blocks:
         for p in params:
             w(f"F.{attr(p['name'])} = p_{p['name']}")
         w.lines.extend(inits.lines)
-        outs = [f"F.{attr(p['name'])}" for p in params if p["dir"] in ("out", "inout") and not self.is_composite(p["type"])]
+        outs = [f"F.{attr(p['name'])}" for p in params if p["dir"] in ("out", "inout") and not is_composite(p["type"])]
         ctx = Ctx("control", fq, frame=True, outs=outs)
         with self.exit_copies_out(w, outs, d):
             self.block_body(sub1(d, "block"), Scope(scope), w, ctx)
@@ -119,20 +124,6 @@ class Blocks:
         w.dedent()
         self.module.extend(w.lines)
         return fn
-
-    def simple_name(self, node):
-        if isinstance(node, Token):
-            return node
-        if isinstance(node, Tree) and node.data in ("e_name", "name", "nonkw_name"):
-            return self.simple_name(node.children[0])
-        return None
-
-    def keyset_elems(self, ks):
-        if isinstance(ks, Tree) and ks.data == "keyset":
-            return [ks.children[0]]
-        if isinstance(ks, Tree) and ks.data == "keyset_tuple":
-            return list(ks.children)
-        return [ks]
 
     # ---------------------------------------------------------- parsers
     def instantiate_parser(self, t: T.ObjT, fq: str, args=(), arg_scope=None, where=None) -> str:
@@ -152,7 +143,7 @@ class Blocks:
             raise Fail(d, f"parser '{t.name}' has no 'start' state")
         # a sub-parser hands its scalar out/inout parameters back at accept, as controls do
         outs = [f"p_{p['name']}" for p in params
-                if p["dir"] in ("out", "inout") and not self.is_composite(p["type"])]
+                if p["dir"] in ("out", "inout") and not is_composite(p["type"])]
         ctx = Ctx("parser", fq, outs=outs)
         for local in d.children:
             if not isinstance(local, Tree):
@@ -165,7 +156,7 @@ class Blocks:
                 self.decl_instantiation(local, scope, fq)
                 var = scope.names[name_tok(sub1(local, "name")).value]
                 if var.kind == "subparser":
-                    var.code = self.instantiate_parser(var.type, self.fq_name(fq, var.name, annotations_of(local)), var.decl[1], scope, local)
+                    var.code = self.instantiate_parser(var.type, fq_name(fq, var.name, annotations_of(local)), var.decl[1], scope, local)
                 elif var.kind == "subcontrol":
                     raise Fail(local, "a control cannot be instantiated inside a parser")
             elif local.data == "value_set_decl":
@@ -217,14 +208,14 @@ class Blocks:
         has_default = False
         for case in sub(sel, "select_case"):
             ks = case.children[0]
-            elems = self.keyset_elems(ks)
-            if len(elems) == 1 and len(keys) > 1 and not self.is_wild(elems[0]):
+            elems = keyset_elems(ks)
+            if len(elems) == 1 and len(keys) > 1 and not is_wild(elems[0]):
                 raise Fail(ks, f"select has {len(keys)} keys, this case has 1 value")
             if len(elems) > 1 and len(elems) != len(keys):
                 raise Fail(ks, f"select has {len(keys)} keys, this case has {len(elems)} values")
             conds = []
             for i, el in enumerate(elems):
-                if self.is_wild(el):
+                if is_wild(el):
                     continue
                 conds.append(self.keyset_cond(el, keys[i], scope, ctx))
             cond = " and ".join(conds) if conds else "True"
@@ -245,13 +236,6 @@ class Blocks:
             if not first:
                 w.dedent()
 
-    def is_wild(self, el):
-        if isinstance(el, Tree) and el.data in ("ks_default", "ks_dontcare", "keyset_default_paren", "keyset_dontcare_paren"):
-            return True
-        if isinstance(el, Tree) and el.data == "keyset" :
-            return self.is_wild(el.children[0])
-        return False
-
     def keyset_cond(self, el, key, scope, ctx):
         k, kex = key
         kt = kex.type if kex.type is not T.BOOL else T.BitsT(1)
@@ -263,7 +247,7 @@ class Blocks:
             lo = self.coerce(self.expr(el.children[0], scope, Writer(), ctx, kt), kt, el.children[0])
             hi = self.coerce(self.expr(el.children[2], scope, Writer(), ctx, kt), kt, el.children[2])
             return f"{lo.code} <= {k} <= {hi.code}"
-        nm = self.simple_name(el)
+        nm = simple_name(el)
         if nm is not None:
             var = scope.lookup(nm.value)
             if var is not None and var.kind == "value_set":

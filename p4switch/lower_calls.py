@@ -11,8 +11,12 @@ from .ir import (
     Ex,
     Fail,
     Var,
+    args_of,
     attr,
+    is_composite,
     name_tok,
+    proto_names,
+    simple_name,
     sub,
     sub1,
 )
@@ -21,11 +25,8 @@ from .lower_externs import EXTERN_FUNCTIONS, EXTERN_METHODS, ExternCall
 
 class Calls:
     # ---------------------------------------------------------- calls
-    def args_of(self, args_node):
-        return [a for a in (args_node.children if args_node is not None else [])]
-
     def call(self, callee, args_node, targs_node, scope, w, ctx, where):
-        args = self.args_of(args_node)
+        args = args_of(args_node)
         if isinstance(callee, Tree) and callee.data == "e_type_member":
             return self.direct_apply(callee, args, scope, w, ctx, where)
         if isinstance(callee, Tree) and callee.data == "e_member":
@@ -33,7 +34,7 @@ class Calls:
             m = name_tok(callee.children[1])
             base = self.expr(base_node, scope, w, ctx)
             return self.method(base, base_node, m, args, targs_node, scope, w, ctx, where)
-        name = self.simple_name(callee)
+        name = simple_name(callee)
         if name is None:
             raise Fail(callee, "this expression cannot be called")
         var = scope.lookup(name.value)
@@ -147,9 +148,6 @@ class Calls:
             raise Fail(where, f"missing argument '{missing[0]}'")
         return [given[n] for n in names]
 
-    def proto_names(self, proto):
-        return [name_tok(sub1(p, "name")).value for p in sub(sub1(proto, "params"), "param")]
-
     def bind_params(self, params, args, scope, w, ctx, where, what, copy_back=None):
         """Argument codes and the scalar out/inout targets. With copy_back (a list), inout
         composite arguments are passed as copies and (copy, target) pairs are appended to it:
@@ -166,12 +164,12 @@ class Calls:
                 if target.type is not T.DONTCARE:
                     self.check_writable(target, a)
                     self.coerce(target, p["type"], a)
-                if self.is_composite(p["type"]) and copy_back is not None and p["dir"] == "inout":
+                if is_composite(p["type"]) and copy_back is not None and p["dir"] == "inout":
                     tmp = self.fresh("cp")
                     w(f"{tmp} = {target.code}._copy()")
                     codes.append(tmp)
                     copy_back.append((tmp, target))
-                elif self.is_composite(p["type"]):
+                elif is_composite(p["type"]):
                     codes.append(target.code)
                 else:
                     codes.append(target.code if p["dir"] == "inout" else self.default_value(p["type"]))
@@ -220,7 +218,7 @@ class Calls:
         name = var.name
         fitting = [p for p in var.decl if len(sub(sub1(p, "params"), "param")) == len(args)]
         if fitting:
-            args = self.positional(args, self.proto_names(fitting[0]), where)
+            args = self.positional(args, proto_names(fitting[0]), where)
         arities = {len(sub(sub1(p, "params"), "param")) for p in var.decl}
         if len(args) not in arities:
             want = " or ".join(str(a) for a in sorted(arities))
@@ -299,7 +297,7 @@ class Calls:
         arities = {len(sub(sub1(sub1(p, "function_proto"), "params"), "param")) for p in protos}
         fitting = [p for p in protos if len(sub(sub1(sub1(p, "function_proto"), "params"), "param")) == len(args)]
         if fitting:
-            args = self.positional(args, self.proto_names(sub1(fitting[0], "function_proto")), where)
+            args = self.positional(args, proto_names(sub1(fitting[0], "function_proto")), where)
         if len(args) not in arities:
             want = " or ".join(str(a) for a in sorted(arities))
             raise Fail(where, f"'{kind}.{mv}' takes {want} argument(s), {len(args)} given")

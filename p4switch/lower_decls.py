@@ -13,8 +13,10 @@ from .ir import (
     Scope,
     Var,
     Writer,
-    anno_string,
+    anno_json,
     annotations_of,
+    fq_name,
+    is_composite,
     name_tok,
     parse_int,
     pyname,
@@ -22,6 +24,7 @@ from .ir import (
     sub1,
     tok,
     wrap,
+    wrap_code,
 )
 
 _SUPPORTED_EXTERNS = {"register", "counter", "direct_counter", "meter", "direct_meter",
@@ -247,7 +250,7 @@ class Declarations:
         scope = scope or self.g
         n = name_tok(sub1(d, "name"))
         annos = annotations_of(d)
-        fq = self.fq_name(prefix, n.value, annos)
+        fq = fq_name(prefix, n.value, annos)
         fn = "A_" + pyname(fq) + f"_{len(self.prog.actions)}"
         var = Var("action", n.value, None, fn, decl=d)
         var.fq = fq
@@ -260,7 +263,7 @@ class Declarations:
             pv = Var("param", p["name"], p["type"], "p_" + p["name"], direction=p["dir"])
             body_scope.declare(p["tok"], pv)
             names.append(pv.code)
-            if p["dir"] in ("out", "inout") and not self.is_composite(p["type"]):
+            if p["dir"] in ("out", "inout") and not is_composite(p["type"]):
                 outs.append(pv.code)
             if p["dir"] is None:
                 if not isinstance(T.strip(p["type"]), T.BitsT | T.EnumT) and T.strip(p["type"]) is not T.BOOL:
@@ -278,7 +281,7 @@ class Declarations:
         for p in params:   # the control plane writes int<W> action data as two's complement
             pt = T.strip(p["type"])
             if p["dir"] is None and isinstance(pt, T.BitsT) and pt.signed:
-                w(f"p_{p['name']} = {self.wrap_code('p_' + p['name'], pt)}")
+                w(f"p_{p['name']} = {wrap_code('p_' + p['name'], pt)}")
         with self.exit_copies_out(w, outs, d):
             self.block_body(sub1(d, "block"), body_scope, w, ctx)
         if outs:
@@ -287,26 +290,11 @@ class Declarations:
         w.dedent()
         self.module.extend(w.lines)
         if fq not in self.prog.actions:
-            self.prog.actions[fq] = {"params": data_params, "annotations": self.anno_json(annos),
+            self.prog.actions[fq] = {"params": data_params, "annotations": anno_json(annos),
                                      "directional": len(names) - len(data_params),
                                      "in_control": frame, "called": False}
         var.data_params = data_params
         return var
-
-    def anno_json(self, annos):
-        return {k: [v for _, v in body] for k, body in annos.items()}
-
-    def fq_name(self, prefix, local, annos):
-        name = anno_string(annos, "name")
-        if name is not None:
-            if name.startswith("."):
-                return name[1:]
-            local = name
-        return f"{prefix}.{local}" if prefix else local
-
-    def is_composite(self, t):
-        t = T.strip(t)
-        return isinstance(t, T.FieldsT | T.StackT)
 
     def params(self, node, scope=None):
         out = []
@@ -323,7 +311,7 @@ class Declarations:
                        and not (isinstance(c, Tree) and c.data in ("type_ref", "name", "annotations"))
                        and not (isinstance(c, Token) and c.type in ("IN", "OUT", "INOUT"))]
             out.append({"name": n.value, "type": t, "dir": direction, "tok": n,
-                        "annos": self.anno_json(annotations_of(p)),
+                        "annos": anno_json(annotations_of(p)),
                         "default": default[0] if default else None})
         return out
 
@@ -347,7 +335,7 @@ class Declarations:
             pv = Var("param", p["name"], p["type"], "p_" + p["name"], direction=p["dir"])
             scope.declare(p["tok"], pv)
             names.append(pv.code)
-            if p["dir"] in ("out", "inout") and not self.is_composite(p["type"]):
+            if p["dir"] in ("out", "inout") and not is_composite(p["type"]):
                 outs.append(pv.code)
         var.outs = outs
         w = Writer()
@@ -379,7 +367,7 @@ class Declarations:
             return
         if not isinstance(t, T.ObjT) or t.kind != "extern":
             raise Fail(d, f"'{t}' cannot be instantiated")
-        fq = self.fq_name(prefix, n.value, annos)
+        fq = fq_name(prefix, n.value, annos)
         spec = self.extern_spec(t, args, scope, d, annos)
         if t.name == "Checksum16":
             var = Var("instance", n.value, t, "None")
@@ -403,7 +391,7 @@ class Declarations:
         for v, a in zip(values, args, strict=True):
             if v.const is None and not (v.what or "").count("."):
                 raise Fail(a, "constructor arguments must be compile-time constants")
-        spec = {"kind": t.name, "annotations": self.anno_json(annos)}
+        spec = {"kind": t.name, "annotations": anno_json(annos)}
         targs = getattr(t, "args", [])
         if t.name in ("register", "counter", "meter"):
             spec["size"] = values[0].const
@@ -428,7 +416,7 @@ class Declarations:
         t = self.resolve_type(sub1(d, "type_ref"), scope)
         size = self.const_int([c for c in d.children if isinstance(c, Tree)
                                and c.data not in ("type_ref", "name", "annotations")][0], scope)
-        fq = self.fq_name(prefix, n.value, annotations_of(d))
+        fq = fq_name(prefix, n.value, annotations_of(d))
         code = "X_" + pyname(fq)
         var = Var("value_set", n.value, t, code)
         var.fq = fq

@@ -14,11 +14,15 @@ from .ir import (
     Var,
     Writer,
     attr,
+    is_composite,
     name_tok,
     parse_int,
+    saturate,
+    simple_name,
     sub,
     sub1,
     wrap,
+    wrap_code,
 )
 
 
@@ -119,7 +123,7 @@ class Expressions:
             if isinstance(label, Token) and label.type == "DEFAULT":
                 cond = "True"
             elif is_action:
-                an = self.simple_name(label)
+                an = simple_name(label)
                 if an is None:
                     raise Fail(label, "switch on action_run needs action names as labels")
                 av = scope.lookup(an.value)
@@ -160,7 +164,7 @@ class Expressions:
             bt = target.obj
             newv = f"(({base} & {~m & bt.mask:#x}) | (({value_code} << {lo}) & {m:#x}))"
             if bt.signed:
-                newv = self.wrap_code(newv, bt)
+                newv = wrap_code(newv, bt)
             w(f"{base} = {newv}")
         elif target.what == "param":
             # the caller holds this object: overwrite its contents rather than rebind the name
@@ -184,7 +188,7 @@ class Expressions:
             w(f"{target_code}.{n} = {source_code}.{n}")
 
     def copy_code(self, ex):
-        if self.is_composite(ex.type) and ex.lv:
+        if is_composite(ex.type) and ex.lv:
             return f"{ex.code}._copy()"
         return ex.code
 
@@ -199,12 +203,6 @@ class Expressions:
         if isinstance(t, T.EnumT):
             return repr(t.values[t.members[0]]) if not t.serializable else "0"
         return "0"
-
-    def wrap_code(self, code, t: T.BitsT):
-        if t.signed:
-            h = 1 << (t.width - 1)
-            return f"((({code}) + {h:#x} & {t.mask:#x}) - {h:#x})"
-        return f"(({code}) & {t.mask:#x})"
 
     # ---------------------------------------------------------- expressions
     def expr(self, node, scope, w, ctx, expected=None) -> Ex:
@@ -414,7 +412,7 @@ class Expressions:
             return Ex(repr(v), a.type, const=v)
         if d == "e_bnot":
             return Ex(f"(~{a.code})" if at.signed else f"({a.code} ^ {at.mask:#x})", a.type)
-        return Ex(self.wrap_code(f"-{a.code}", at), a.type)
+        return Ex(wrap_code(f"-{a.code}", at), a.type)
 
     def ex_binop(self, node, scope, w, ctx, expected):
         return self.binop(node, scope, w, ctx, expected)
@@ -461,10 +459,10 @@ class Expressions:
             if var.direction in (None, "in"):
                 ro = (f"cannot assign to '{n.value}': it is an 'in' parameter" if var.direction == "in"
                       else f"cannot assign to '{n.value}': it is a read-only parameter")
-                if self.is_composite(var.type) and var.direction is None:
+                if is_composite(var.type) and var.direction is None:
                     ro = None
             return Ex(var.code, var.type, lv=True, readonly=ro,
-                      what="param" if self.is_composite(var.type) else None)
+                      what="param" if is_composite(var.type) else None)
         if k == "type":
             raise Fail(n, f"'{n.value}' is a type, not a value")
         return Ex(var.code or "None", var.type, obj=var, what=k)
@@ -605,7 +603,7 @@ class Expressions:
         if b.const is not None:
             if b.const >= at.width:
                 return Ex("0", a.type, const=0)
-            return Ex(self.wrap_code(f"{a.code} << {b.const}", at), a.type)
+            return Ex(wrap_code(f"{a.code} << {b.const}", at), a.type)
         return Ex(f"_shl({a.code}, {b.code}, {at.width}, {at.signed})", a.type)
 
     def concat_op(self, a, b, na, nb):
@@ -619,14 +617,14 @@ class Expressions:
             v = wrap(((a.const & at.mask) << bt.width) | (b.const & bt.mask), rt)
             return Ex(repr(v), rt, const=v)
         code = f"((({a.code}) & {at.mask:#x}) << {bt.width} | (({b.code}) & {bt.mask:#x}))"
-        return Ex(self.wrap_code(code, rt) if rt.signed else code, rt)
+        return Ex(wrap_code(code, rt) if rt.signed else code, rt)
 
     def compare_op(self, op, a, b, nb):
         """Comparisons of operands of one type: `==`/`!=` of any, the others of numbers."""
         t = a.type
         st = T.strip(t)
         if op in ("==", "!="):
-            if self.is_composite(t):
+            if is_composite(t):
                 code = f"({a.code}._t() {op} {b.code}._t())"
                 return Ex(code, T.BOOL)
         elif not (isinstance(st, T.BitsT) or st is T.INT):
@@ -657,9 +655,9 @@ class Expressions:
             raise Fail(na, f"operator '{op}' is not defined for signed {t}")
         if a.const is not None and b.const is not None:
             if op == "|+|":
-                v = self.saturate(a.const + b.const, st)
+                v = saturate(a.const + b.const, st)
             elif op == "|-|":
-                v = self.saturate(a.const - b.const, st)
+                v = saturate(a.const - b.const, st)
             elif op in ("/", "%") and b.const == 0:
                 raise Fail(nb, "division by zero")
             else:
@@ -673,11 +671,7 @@ class Expressions:
             return Ex(f"({a.code} {pyop} {b.code})", t)
         if op in ("/", "%"):
             return Ex(f"_div({a.code}, {b.code}, {op == '%'})", t)
-        return Ex(self.wrap_code(f"{a.code} {pyop} {b.code}", st), t)
-
-    def saturate(self, v, st):
-        lo, hi = (-(1 << (st.width - 1)), (1 << (st.width - 1)) - 1) if st.signed else (0, st.mask)
-        return min(max(v, lo), hi)
+        return Ex(wrap_code(f"{a.code} {pyop} {b.code}", st), t)
 
     def cast(self, a, t, node):
         st, at = T.strip(t), T.strip(a.type)
@@ -696,7 +690,7 @@ class Expressions:
                     return Ex(a.code, t)
                 if isinstance(at, T.BitsT) and not at.signed and st.signed and at.width < st.width:
                     return Ex(a.code, t)
-                return Ex(self.wrap_code(a.code, st), t)
+                return Ex(wrap_code(a.code, st), t)
         if st is T.BOOL:
             if isinstance(at, T.BitsT) and at.width == 1:
                 if a.const is not None:
@@ -711,7 +705,7 @@ class Expressions:
                 if a.const is not None:
                     v = wrap(a.const, st.base)
                     return Ex(repr(v), t, const=v)
-                return Ex(self.wrap_code(a.code, st.base), t)
+                return Ex(wrap_code(a.code, st.base), t)
         if isinstance(st, T.FieldsT) or st is T.INT:
             return self.coerce(a, t, node)
         if at == st or at is st:
@@ -734,7 +728,7 @@ class Expressions:
             if ex.const is not None:
                 v = wrap(ex.const, st)
                 return Ex(repr(v), t, const=v)
-            return Ex(self.wrap_code(ex.code, st), t)
+            return Ex(wrap_code(ex.code, st), t)
         if isinstance(st, T.BitsT) and isinstance(et, T.EnumT) and et.base == st:
             return Ex(ex.code, t, const=ex.const)
         if isinstance(st, T.EnumT) and st.base is not None and (et == st.base or et is T.INT):

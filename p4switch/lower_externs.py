@@ -12,7 +12,7 @@ from collections.abc import Callable
 from lark import Tree
 
 from . import types as T
-from .ir import Ex, Fail, Writer, attr, pos
+from .ir import Ex, Fail, Writer, attr, pos, wrap_code
 
 
 class ExternCall:
@@ -59,9 +59,9 @@ class ExternCall:
         lw.check_writable(target, arg)
         tt = T.strip(target.type)
         if isinstance(tt, T.BitsT):
-            code = lw.wrap_code(value_code, tt)
+            code = wrap_code(value_code, tt)
         elif isinstance(tt, T.EnumT) and tt.base is not None:
-            code = lw.wrap_code(value_code, tt.base)
+            code = wrap_code(value_code, tt.base)
         elif tt is T.BOOL:
             code = f"bool({value_code})"
         else:
@@ -437,7 +437,7 @@ def unpack_struct(lowering, st, bits: str, top: int, where) -> str:
             codes.append(f"((({bits} >> {top}) & 1) != 0)")
         elif isinstance(t, T.BitsT):
             code = f"(({bits} >> {top}) & {t.mask:#x})"
-            codes.append(lowering.wrap_code(code, t) if t.signed else code)
+            codes.append(wrap_code(code, t) if t.signed else code)
         else:
             raise Fail(where, f"lookahead of a struct with a field of type {ft} is not supported")
     return lowering.make_code(st, codes)

@@ -15,11 +15,17 @@ from .ir import (
     Var,
     Writer,
     anno_int,
+    anno_json,
     anno_string,
     annotations_of,
+    args_of,
+    fq_name,
+    is_composite,
+    keyset_elems,
     name_tok,
     parse_int,
     pyname,
+    simple_name,
     sub,
     sub1,
     tok,
@@ -36,8 +42,8 @@ def lower_table(lowering, d: Tree, scope, prefix: str) -> Var:
     implicit default action, then the generated apply function; declared in `scope`."""
     n = name_tok(sub1(d, "name"))
     annos = annotations_of(d)
-    fq = lowering.fq_name(prefix, n.value, annos)
-    table = TableLowering(lowering, scope, fq, lowering.anno_json(annos))
+    fq = fq_name(prefix, n.value, annos)
+    table = TableLowering(lowering, scope, fq, anno_json(annos))
     spec = table.lower(d, n)
     lowering.prog.tables[fq] = spec
     var = Var("table", n.value, None, table.code)
@@ -112,7 +118,7 @@ class TableLowering:
                 self.sel_codes.append(kcode)
             else:
                 spec["keys"].append({"name": kname, "match": mk.value, "width": width,
-                                     "annotations": lw.anno_json(kannos),
+                                     "annotations": anno_json(kannos),
                                      "type_name": ex.type.name if isinstance(ex.type, T.NewT) else None,
                                      "enum": ex.type.name if isinstance(ex.type, T.EnumT) and ex.type.base else None,
                                      "error": isinstance(T.strip(ex.type), T.ErrorT)})
@@ -138,7 +144,7 @@ class TableLowering:
             if av.outs or (bound is not None and bound.children):
                 fn = self.action_wrapper(av, bound, an)
             self.spec["actions"].append({"name": av.fq, "scope": scope_kind,
-                                         "annotations": lw.anno_json(iannos)})
+                                         "annotations": anno_json(iannos)})
             self.action_vars[an.value] = (av, fn)
             lw.note_action(av)
 
@@ -171,7 +177,7 @@ class TableLowering:
             if ex.what == "ctor" and isinstance(ex.type, T.ObjT) and ex.type.kind == "extern":
                 # an instance declared in place is named after its table, as p4c does
                 target = fq if pname.value == "implementation" else f"{fq}${pname.value}"
-                lw.prog.externs[target] = lw.extern_spec(ex.type, lw.args_of(ex.obj[1]),
+                lw.prog.externs[target] = lw.extern_spec(ex.type, args_of(ex.obj[1]),
                                                          scope, value, {})
                 lw.prog.externs[target]["name"] = fq
             elif ex.obj is not None and hasattr(ex.obj, "fq"):
@@ -239,7 +245,7 @@ class TableLowering:
         for a, p in zip(args, dir_params, strict=True):
             ex = lw.coerce(lw.expr(a, self.scope, w, self.ctx, p["type"]), p["type"], a)
             codes.append(ex.code)
-            if p["dir"] in ("out", "inout") and not lw.is_composite(p["type"]):
+            if p["dir"] in ("out", "inout") and not is_composite(p["type"]):
                 lvs.append(ex.code)
         call = f"{av.code}(F, {', '.join(codes + ['d_' + p['name'] for p in data])})"
         if lvs:
@@ -261,7 +267,7 @@ class TableLowering:
             args_node = sub1(node, "args")
         else:
             callee, args_node = node, None
-        an = lw.simple_name(callee)
+        an = simple_name(callee)
         if an is None:
             raise Fail(node, "an action call is expected here")
         if an.value not in action_vars:
@@ -296,7 +302,7 @@ class TableLowering:
         if pnode is not None:
             prio = lw.const_int(pnode.children[1], self.scope)
         ks = [c for c in e.children if isinstance(c, Tree) and c.data not in ("annotations", "entry_priority", "action_ref")][0]
-        elems = lw.keyset_elems(ks)
+        elems = keyset_elems(ks)
         keys = self.spec["keys"]
         if len(elems) != len(keys):
             raise Fail(ks, f"entry has {len(elems)} key value(s), the table has {len(keys)} key(s)")
@@ -343,7 +349,7 @@ def key_text(lowering, node) -> str:
     if isinstance(node, Tree):
         d = node.data
         if d == "e_name":
-            return lowering.simple_name(node).value
+            return simple_name(node).value
         if d == "e_member":
             return key_text(lowering, node.children[0]) + "." + name_tok(node.children[1]).value
         if d == "e_index":
@@ -356,6 +362,6 @@ def key_text(lowering, node) -> str:
         if d == "e_binop" and node.children[1].value == "&":
             return f"{key_text(lowering, node.children[0])} & {key_text(lowering, node.children[2])}"
         if d == "e_call" and node.children[0].data == "e_member" and \
-                name_tok(node.children[0].children[1]).value == "isValid" and not lowering.args_of(node.children[1]):
+                name_tok(node.children[0].children[1]).value == "isValid" and not args_of(node.children[1]):
             return key_text(lowering, node.children[0].children[0]) + ".$valid$"
     raise Fail(node, "complex key expression requires a @name annotation")

@@ -8,7 +8,7 @@ value and wrap-around code of a field type, and the error list they add their er
 from __future__ import annotations
 
 from . import types as T
-from .ir import attr
+from .ir import attr, is_composite, wrap_code
 
 
 def classes_code(lowering) -> list[str]:
@@ -85,9 +85,9 @@ def header_extract(lowering, t: T.HeaderT, too_short: int) -> list[str]:
         if st is T.BOOL:
             part = f"bool({part})"
         elif isinstance(st, T.BitsT) and st.signed:
-            part = lowering.wrap_code(part, st)
+            part = wrap_code(part, st)
         elif isinstance(st, T.EnumT) and st.base is not None and st.base.signed:
-            part = lowering.wrap_code(part, st.base)
+            part = wrap_code(part, st.base)
         out.append(f"        self.{f} = {part}")
     return out + ["        self._v = True",
                   "        pkt.bo = end",
@@ -137,11 +137,11 @@ def fields_class(lowering, t: T.FieldsT, cls: str) -> list[str]:
     out += ["        return o",
             "    def _copy(self):",
             f"        o = {cls}.__new__({cls})"]
-    out += [f"        o.{f} = self.{f}" + ("._copy()" if lowering.is_composite(ft) else "")
+    out += [f"        o.{f} = self.{f}" + ("._copy()" if is_composite(ft) else "")
             for f, ft in fields]
     out += ["        return o",
             "    def _t(self):",
-            f"        return ({''.join('self.' + f + ('._t()' if lowering.is_composite(ft) else '') + ', ' for f, ft in fields)})"]
+            f"        return ({''.join('self.' + f + ('._t()' if is_composite(ft) else '') + ', ' for f, ft in fields)})"]
     return out
 
 

@@ -7,7 +7,19 @@ from dataclasses import dataclass
 from lark import Token
 
 from . import types as T
-from .ir import Ctx, Fail, Writer, anno_string, annotations_of, attr, parse_int, sub1
+from .ir import (
+    Ctx,
+    Fail,
+    Writer,
+    anno_json,
+    anno_string,
+    annotations_of,
+    args_of,
+    attr,
+    fq_name,
+    parse_int,
+    sub1,
+)
 
 ROLES = ("parser", "verify", "ingress", "egress", "compute", "deparser")
 
@@ -64,8 +76,8 @@ def _block(lowering, role: str, arg) -> Block:
     t = ex.type
     if t.kind != want:
         raise Fail(arg, f"the {role} argument of V1Switch must be a {want}, not {t.name}")
-    return Block(role, t, lowering.fq_name("", t.name, annotations_of(t.decl)),
-                 lowering.args_of(ex.obj[1]), arg)
+    return Block(role, t, fq_name("", t.name, annotations_of(t.decl)),
+                 args_of(ex.obj[1]), arg)
 
 
 def lower_blocks(lowering, v1: V1Switch) -> dict[str, str]:
@@ -146,7 +158,7 @@ def type_info(lowering) -> tuple[dict, dict]:
             ch = anno_string(t.annotations, "controller_header")
             headers[ch] = {
                 "header": t.name,
-                "fields": [(f, T.bits_width(ft), lowering.anno_json(t.field_annotations.get(f, {})))
+                "fields": [(f, T.bits_width(ft), anno_json(t.field_annotations.get(f, {})))
                            for f, ft in t.fields]}
     return seen, headers
 
