@@ -39,6 +39,12 @@ class ExternCall:
             return None
         return self.lowering.resolve_type(self.targs_node.children[0], self.scope)
 
+    def instance_type_arg(self):
+        """The first type argument of the instance a method is called on (`register<T, I>`'s
+        T), or None."""
+        targs = getattr(T.strip(self.base.type), "args", [])
+        return targs[0] if targs else None
+
     def const_int(self, i) -> int:
         return self.lowering.const_int(self.args[i], self.scope)
 
@@ -309,15 +315,13 @@ def register_read(call):
         call.store(0, f"{call.base.code}.read({idx.code})")
         return void()
     idx = call.arg(0)
-    targs = getattr(T.strip(call.base.type), "args", [])
-    return Ex(f"{call.base.code}.read({idx.code})", targs[0] if targs else T.BitsT(32))
+    return Ex(f"{call.base.code}.read({idx.code})", call.instance_type_arg() or T.BitsT(32))
 
 
 @extern_method("register", "write")
 def register_write(call):
     idx = call.arg(0)
-    targs = getattr(T.strip(call.base.type), "args", [])
-    vt = targs[0] if targs else None
+    vt = call.instance_type_arg()
     v = call.lowering.coerce(call.arg(1, vt), vt, call.args[1]) if vt is not None else call.arg(1)
     call.w(f"{call.base.code}.write({idx.code}, {v.code})")
     return void()
