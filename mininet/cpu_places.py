@@ -15,13 +15,6 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-# The nice value every process of an experiment starts with (switches, ranks, fabricd): the CPU
-# share Mininet-HiFi gives its host and switch groups, here over the machine's other work
-# (weight 9548 against an ordinary process's 1024), so that what else runs on the cores does
-# not set the emulation's pace. The switches' packet threads run above it, in the real-time
-# class (p4_switch.PACKET_PRIORITY).
-EXPERIMENT_NICE = -10
-
 
 def machine_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
@@ -76,20 +69,3 @@ def this_thread_on(cpus: set[int] | None):
 
 def describe(cpus: dict[str, set[int]]) -> str:
     return ", ".join(f"{g} on CPU {','.join(map(str, sorted(c)))}" for g, c in cpus.items())
-
-
-
-@contextmanager
-def this_thread_niced(nice: int = EXPERIMENT_NICE):
-    """The calling thread (and the processes it starts) at `nice` for the block: Linux keeps
-    a nice value per thread, and a child takes its parent thread's. Without the privilege to
-    raise a priority the block runs as it is (the fidelity verdict says whether it mattered)."""
-    before = os.getpriority(os.PRIO_PROCESS, 0)      # 0: the calling thread
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except PermissionError:
-        pass
-    try:
-        yield
-    finally:
-        os.setpriority(os.PRIO_PROCESS, 0, before)

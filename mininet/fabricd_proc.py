@@ -7,8 +7,6 @@ import sys
 import time
 from pathlib import Path
 
-from cpu_places import this_thread_niced
-
 from fabricmodel.topology import load
 from p4switch.device.process import stop_process
 
@@ -47,8 +45,7 @@ class Fabricd:
             cmd += ["--ecn-delay-us", str(self.ecn_delay_us)]
         if self.switch_timeout:
             cmd += ["--switch-timeout", f"{self.switch_timeout:g}"]
-        with this_thread_niced():
-            self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         try:
             self._wait_ready()
         except BaseException:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import click
-from cpu_places import this_thread_niced
 from fidelity_watch import column, watched
 
 from collectives import switchml as sml
@@ -30,11 +29,10 @@ class Ranks:
         the launch's fidelity verdict; `transport` adds to the ranks' transport options,
         kwargs go to collectives.launch."""
         runs = [run] if isinstance(run, dict) else run
-        with this_thread_niced():
-            return watched(self.monitor, launch, [self.ip[n] for n in names], runs,
-                           namespaces=[self.ns[n] for n in names],
-                           transport=self.transport | (transport or {}), timeout=600,
-                           step_timeout=120, **kwargs)
+        return watched(self.monitor, launch, [self.ip[n] for n in names], runs,
+                       namespaces=[self.ns[n] for n in names],
+                       transport=self.transport | (transport or {}), timeout=600,
+                       step_timeout=120, **kwargs)
 
     def run(self, names: list[str], collective: str, algo: str, elements: int,
             options: dict | None = None, port: int = 18515) -> list[dict]:

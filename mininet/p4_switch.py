@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-from cpu_places import this_thread_niced
 from mininet.node import Switch
 
 from p4switch.device.process import stop_process
@@ -115,9 +114,8 @@ class P4RuntimeSwitch(Switch):
         if self.log_dir:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             log = open(self.log_dir / f"{self.name}.log", "w")  # noqa: SIM115 (kept by Popen)
-        with this_thread_niced():
-            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                         cwd=ROOT)
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                     cwd=ROOT)
         self._wait_listening()
         if self.target == "bmv2" and self.link_mbps:
             self._shape_ports()

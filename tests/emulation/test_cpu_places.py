@@ -39,12 +39,3 @@ def test_fidelity_a_placed_thread_starts_its_processes_on_its_cpus():
         proc.kill()
         proc.wait()
 
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="raising a priority needs root")
-def test_fidelity_a_niced_thread_starts_its_processes_at_the_experiments_nice():
-    code = "import os; print(os.getpriority(os.PRIO_PROCESS, 0))"
-    before = os.getpriority(os.PRIO_PROCESS, 0)
-    with cpu_places.this_thread_niced():
-        child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert int(child.stdout) == cpu_places.EXPERIMENT_NICE < before
-    assert os.getpriority(os.PRIO_PROCESS, 0) == before       # the thread is back

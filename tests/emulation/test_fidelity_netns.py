@@ -3,8 +3,7 @@ leaf2, one rank behind each leaf, links paced at 20 Mbit/s): a ring all-reduce w
 stopped (SIGSTOP) for 300 ms in the middle of it is marked not faithful, the spine named
 among the offenders with the stop's length of lost link time; the same run left alone is
 faithful (skipped, saying so, when the machine is too busy for any run to be). The switches'
-packet threads run in the real-time class and the ranks at the experiment's nice, as the
-demo provisions them (mininet/p4_switch.py, mininet/cpu_places.py)."""
+packet threads run in the real-time class, as the demo's do (mininet/p4_switch.py)."""
 from __future__ import annotations
 
 import os
@@ -68,13 +67,9 @@ def _run(fabric, watch, during=None):
     monitor = watch.FabricMonitor(
         {name: (p.proc.pid, fabric.controls[name]) for name, p in fabric.procs.items()}, {})
     hosts = sorted(fabric.hosts)
-    from cpu_places import this_thread_niced
-
     before = monitor.read()
-    with this_thread_niced():               # the ranks provisioned as the demo's are
-        rows = launch([fabric.ip(h) for h in hosts], [RUN],
-                      namespaces=[fabric.hosts[h] for h in hosts],
-                      transport={"window": 32, "min_rto": 0.5}, during=during, timeout=120)
+    rows = launch([fabric.ip(h) for h in hosts], [RUN], namespaces=[fabric.hosts[h] for h in hosts],
+                  transport={"window": 32, "min_rto": 0.5}, during=during, timeout=120)
     assert all(r["ok"] for r in rows)
     return monitor.verdict(before, rows)
 
