@@ -17,7 +17,7 @@ COMPILER_MODULES = ["compiler", "frontend", "passes", "compile", "ir", "lower_bl
                     "lower_calls", "lower_decls", "lower_exprs", "lower_externs", "lower_tables",
                     "lower_types", "lower_v1model", "parse", "types", "p4info", "p4info_check",
                     "tables", "stateful", "engine", "pipeline", "switch", "stf", "conformance",
-                    "cli"]
+                    "cli", "program_digest"]
 
 
 def test_compiler_passes_listed_in_one_module_in_order():
@@ -102,3 +102,21 @@ def test_compiler_modules_import_no_private_names():
             if isinstance(n, ast.ImportFrom):
                 private = [a.name for a in n.names if a.name.startswith("_")]
                 assert not private, f"{module}.py imports {private} from {n.module}"
+
+
+def test_compiler_passes_output_digest_tells_programs_apart(tmp_path):
+    """program_digest: the same program gives the same line, another program (one constant
+    changed) another, a bad one an error line."""
+    from click.testing import CliRunner
+
+    from p4switch import program_digest
+    changed = tmp_path / "l3_changed.p4"
+    changed.write_text(L3.read_text().replace("size = 4096", "size = 4000", 1))
+    assert changed.read_text() != L3.read_text()
+    bad = tmp_path / "bad.p4"
+    bad.write_text("control C() { apply { x = 1; } }\n")
+    result = CliRunner().invoke(program_digest.main, [str(L3), str(L3), str(changed), str(bad)])
+    assert result.exit_code == 0, result.output
+    lines = [line.split(" ", 1)[1] for line in result.output.splitlines()]
+    assert lines[0] == lines[1] and lines[0] != lines[2]
+    assert lines[3].startswith("error ") and not lines[0].startswith("error ")
