@@ -34,82 +34,94 @@ class Expressions:
                 self.stmt(s, scope, w, ctx)
 
     def stmt(self, s, scope, w, ctx):
-        k = s.data
-        if k == "block":
-            start = len(w.lines)
-            self.block_body(s, Scope(scope), w, ctx)
-            if len(w.lines) == start:
-                w("pass")
-        elif k == "empty_stmt":
+        """Lowers one statement, found by its kind in _STATEMENTS as expressions are."""
+        handler = _STATEMENTS.get(s.data)
+        if handler is None:
+            raise Fail(s, f"unsupported statement '{s.data}'")
+        getattr(self, handler)(s, scope, w, ctx)
+
+    def st_block(self, s, scope, w, ctx):
+        start = len(w.lines)
+        self.block_body(s, Scope(scope), w, ctx)
+        if len(w.lines) == start:
             w("pass")
-        elif k == "assign_stmt":
-            self.assign(s.children[0], s.children[1], scope, w, ctx)
-        elif k in ("call_stmt", "call_stmt_targs"):
-            callee = s.children[0]
-            targs = sub1(s, "type_args")
-            args = sub1(s, "args")
-            ex = self.call(callee, args, targs, scope, w, ctx, s)
-            if ex is not None and ex.code not in ("None", ""):
-                w(ex.code)
-        elif k == "if_stmt":
-            cond_node = s.children[0]
-            cond = self.expr(cond_node, scope, w, ctx)
-            if cond.type is not T.BOOL:
-                raise Fail(cond_node, f"the condition must be bool, not {cond.type}")
-            w(f"if {cond.code}:")
+
+    def st_empty(self, s, scope, w, ctx):
+        w("pass")
+
+    def st_assign(self, s, scope, w, ctx):
+        self.assign(s.children[0], s.children[1], scope, w, ctx)
+
+    def st_call(self, s, scope, w, ctx):
+        callee = s.children[0]
+        targs = sub1(s, "type_args")
+        args = sub1(s, "args")
+        ex = self.call(callee, args, targs, scope, w, ctx, s)
+        if ex is not None and ex.code not in ("None", ""):
+            w(ex.code)
+
+    def st_if(self, s, scope, w, ctx):
+        """`if`: a branch a constant condition never takes is checked but marked unreachable."""
+        cond_node = s.children[0]
+        cond = self.expr(cond_node, scope, w, ctx)
+        if cond.type is not T.BOOL:
+            raise Fail(cond_node, f"the condition must be bool, not {cond.type}")
+        w(f"if {cond.code}:")
+        w.indent()
+        with self.unreachable(cond.const is False):
+            self.stmt(s.children[1], Scope(scope), w, ctx)
+        w("pass")
+        w.dedent()
+        if len(s.children) > 2:
+            w("else:")
             w.indent()
-            with self.unreachable(cond.const is False):
-                self.stmt(s.children[1], Scope(scope), w, ctx)
+            with self.unreachable(cond.const is True):
+                self.stmt(s.children[2], Scope(scope), w, ctx)
             w("pass")
             w.dedent()
-            if len(s.children) > 2:
-                w("else:")
-                w.indent()
-                with self.unreachable(cond.const is True):
-                    self.stmt(s.children[2], Scope(scope), w, ctx)
-                w("pass")
-                w.dedent()
-        elif k == "exit_stmt":
-            if ctx.kind == "parser":
-                raise Fail(s, "exit is not allowed in a parser")
-            w("raise _Exit()")
-        elif k == "return_stmt":
-            if ctx.kind == "parser":
-                raise Fail(s, "return is not allowed in a parser")
-            if s.children:
-                if ctx.ret_type is None or ctx.ret_type is T.VOID:
-                    raise Fail(s.children[0], "this block returns no value")
-                ex = self.coerce(self.expr(s.children[0], scope, w, ctx, ctx.ret_type), ctx.ret_type, s.children[0])
-                if ctx.outs:
-                    w(f"return ({ex.code}, {', '.join(ctx.outs)})")
-                else:
-                    w(f"return {self.copy_code(ex)}")
-            elif ctx.outs:
-                w(f"return ({'None, ' if ctx.kind == 'function' else ''}{', '.join(ctx.outs)},)")
-            else:
-                w("return")
-        elif k == "var_decl":
-            vt = self.resolve_type(sub1(s, "type_ref"), scope)
-            n = name_tok(sub1(s, "name"))
-            code = self.fresh("v_" + n.value + "_")
-            init = [c for c in s.children if isinstance(c, Tree) and c.data not in ("type_ref", "name", "annotations")]
-            if init:
-                ex = self.coerce(self.expr(init[0], scope, w, ctx, vt), vt, init[0])
-                w(f"{code} = {self.copy_code(ex)}")
-            else:
-                w(f"{code} = {self.default_value(vt)}")
-            scope.declare(n, Var("var", n.value, vt, code))
-            self.var_types[code] = vt
-        elif k == "const_decl":
-            self.decl_const_decl(s, scope)
-        elif k == "instantiation":
-            raise Fail(s, "instantiations inside blocks are not supported")
-        elif k == "switch_stmt":
-            self.switch(s, scope, w, ctx)
-        else:
-            raise Fail(s, f"unsupported statement '{k}'")
 
-    def switch(self, s, scope, w, ctx):
+    def st_exit(self, s, scope, w, ctx):
+        if ctx.kind == "parser":
+            raise Fail(s, "exit is not allowed in a parser")
+        w("raise _Exit()")
+
+    def st_return(self, s, scope, w, ctx):
+        """`return`: with the scalar out/inout parameters of the function or action."""
+        if ctx.kind == "parser":
+            raise Fail(s, "return is not allowed in a parser")
+        if s.children:
+            if ctx.ret_type is None or ctx.ret_type is T.VOID:
+                raise Fail(s.children[0], "this block returns no value")
+            ex = self.coerce(self.expr(s.children[0], scope, w, ctx, ctx.ret_type), ctx.ret_type, s.children[0])
+            if ctx.outs:
+                w(f"return ({ex.code}, {', '.join(ctx.outs)})")
+            else:
+                w(f"return {self.copy_code(ex)}")
+        elif ctx.outs:
+            w(f"return ({'None, ' if ctx.kind == 'function' else ''}{', '.join(ctx.outs)},)")
+        else:
+            w("return")
+
+    def st_var_decl(self, s, scope, w, ctx):
+        vt = self.resolve_type(sub1(s, "type_ref"), scope)
+        n = name_tok(sub1(s, "name"))
+        code = self.fresh("v_" + n.value + "_")
+        init = [c for c in s.children if isinstance(c, Tree) and c.data not in ("type_ref", "name", "annotations")]
+        if init:
+            ex = self.coerce(self.expr(init[0], scope, w, ctx, vt), vt, init[0])
+            w(f"{code} = {self.copy_code(ex)}")
+        else:
+            w(f"{code} = {self.default_value(vt)}")
+        scope.declare(n, Var("var", n.value, vt, code))
+        self.var_types[code] = vt
+
+    def st_const_decl(self, s, scope, w, ctx):
+        self.decl_const_decl(s, scope)
+
+    def st_instantiation(self, s, scope, w, ctx):
+        raise Fail(s, "instantiations inside blocks are not supported")
+
+    def st_switch(self, s, scope, w, ctx):
         sel_node = s.children[0]
         sel = self.expr(sel_node, scope, w, ctx)
         v = self.fresh("sw")
@@ -756,6 +768,14 @@ class Expressions:
 
 
 # expression node -> the Expressions method that lowers it
+_STATEMENTS = {
+    "block": "st_block", "empty_stmt": "st_empty", "assign_stmt": "st_assign",
+    "call_stmt": "st_call", "call_stmt_targs": "st_call", "if_stmt": "st_if",
+    "exit_stmt": "st_exit", "return_stmt": "st_return", "var_decl": "st_var_decl",
+    "const_decl": "st_const_decl", "instantiation": "st_instantiation",
+    "switch_stmt": "st_switch",
+}
+
 _EXPRESSIONS = {
     "e_int": "ex_literal", "e_string": "ex_literal", "e_true": "ex_literal",
     "e_false": "ex_literal", "e_dontcare": "ex_literal", "e_name": "ex_name",
