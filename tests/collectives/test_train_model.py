@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from collectives.cli import main
-from collectives.mlp import MLP, digits
+from collectives.mlp import MLP, digits, digits_table
 from collectives.train import TrainConfig, allreduce_of
 
 
@@ -17,6 +17,13 @@ def test_digits_split_is_disjoint_and_seeded():
     assert len(a.y_train) + len(a.y_test) == 1797 and len(a.y_test) == 359
     assert np.array_equal(a.x_test, b.x_test) and not np.array_equal(a.x_test, digits(1).x_test)
     assert 0.0 <= a.x_train.min() and a.x_train.max() <= 1.0
+
+
+def test_digits_table_is_scikit_learns_digits():
+    from sklearn.datasets import load_digits
+    pixels, labels = digits_table()
+    ref = load_digits()
+    assert np.array_equal(pixels, ref.data) and np.array_equal(labels, ref.target)
 
 
 def test_mlp_gradient_matches_finite_differences():
