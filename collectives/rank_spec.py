@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from .comm import CommConfig
+from .results import write_jsonl
 
 
 class RankSpecError(ValueError):
@@ -69,3 +70,11 @@ class RankSpec:
                 raise RankSpecError(f"{where}: {name!r} must be {what}, not "
                                     f"{getattr(spec, name)!r}")
         return spec
+
+
+def rank_main(run_spec, argv: list[str]) -> int:
+    """The main of a rank program (`python -m PROGRAM SPEC.json`): the rows of run_spec(the
+    spec in file argv[0]) appended to the spec's results file."""
+    spec = RankSpec.read(argv[0])
+    write_jsonl(run_spec(spec), spec.results)
+    return 0

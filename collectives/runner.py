@@ -18,8 +18,7 @@ from fabricmodel.topology import load
 from . import algorithms, fabric_view, fidelity, mcast, netreduce, switchml
 from .comm import CommConfig, Communicator
 from .lb import host_class
-from .rank_spec import RankSpec
-from .results import write_jsonl
+from .rank_spec import RankSpec, rank_main
 from .transport import TransportConfig
 
 DTYPES = {"int32": np.int32, "float32": np.float32}
@@ -196,11 +195,5 @@ def _one(comm: Communicator, spec: RankSpec, i: int, run: dict, out_dir: Path | 
             "transport": asdict(comm.ep.cfg) | {"session": None}}
 
 
-def main(argv: list[str]) -> int:
-    spec = RankSpec.read(argv[0])
-    write_jsonl(run_spec(spec), spec.results)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(rank_main(run_spec, sys.argv[1:]))

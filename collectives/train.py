@@ -22,8 +22,7 @@ import numpy as np
 
 from .comm import Communicator
 from .mlp import MLP, digits
-from .rank_spec import RankSpec
-from .results import write_jsonl
+from .rank_spec import RankSpec, rank_main
 from .runner import ALGORITHMS, communicator
 
 ALGOS = ("ring", "netreduce", "switchml")
@@ -126,11 +125,5 @@ def run_spec(spec: RankSpec) -> list[dict]:
     return rows
 
 
-def main(argv: list[str]) -> int:
-    spec = RankSpec.read(argv[0])
-    write_jsonl(run_spec(spec), spec.results)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(rank_main(run_spec, sys.argv[1:]))
