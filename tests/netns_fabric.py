@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pyroute2 import IPRoute
@@ -27,6 +28,44 @@ def sh(ns: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
                           check=check, timeout=300)
 
 
+# Fabric.read's reader: one JSON request a line, [address, device id, kind, [[name, index],
+# ...]], one JSON reply a line, {"values": [...]} or {"error": "..."}.
+_READER = """\
+import json, sys, grpc
+from p4.v1 import p4runtime_pb2 as pb, p4runtime_pb2_grpc as rpc
+stubs = {}
+for line in sys.stdin:
+    addr, dev, kind, reads = json.loads(line)
+    try:
+        if addr not in stubs:
+            stubs[addr] = rpc.P4RuntimeStub(grpc.insecure_channel(addr))
+        stub = stubs[addr]
+        info = stub.GetForwardingPipelineConfig(pb.GetForwardingPipelineConfigRequest(
+            device_id=dev, response_type=0)).config.p4info
+        ids = {x.preamble.name: x.preamble.id
+               for x in (info.registers if kind == "register" else info.counters)}
+        out = []
+        for name, index in reads:
+            r = pb.ReadRequest(device_id=dev)
+            e = r.entities.add()
+            if kind == "register":
+                e.register_entry.register_id = ids[name]
+                e.register_entry.index.index = index
+            else:
+                e.counter_entry.counter_id = ids[name]
+                e.counter_entry.index.index = index
+            for resp in stub.Read(r):
+                for ent in resp.entities:
+                    out.append(int.from_bytes(ent.register_entry.data.bitstring, "big")
+                               if kind == "register" else ent.counter_entry.data.packet_count
+                               if kind == "packets" else ent.counter_entry.data.byte_count)
+        reply = {"values": out}
+    except Exception as exc:
+        reply = {"error": repr(exc)}
+    print(json.dumps(reply), flush=True)
+"""
+
+
 class Fabric:
     def __init__(self, topo, fab: str, hosts: dict[str, str], devices: dict[str, str],
                  server: str, switches: dict[str, str], procs: dict | None = None,
@@ -38,6 +77,7 @@ class Fabric:
         self.state, self.log = state, log      # fabricd's --state file and its log
         self.controls = controls or {}  # switch -> its control socket (p4switch)
         self._compiled = None
+        self._reader: subprocess.Popen | None = None
 
     def fabricctl(self, *args: str) -> subprocess.CompletedProcess:
         """fabricctl inside the fabric's namespace, where fabricd listens; never raises."""
@@ -58,36 +98,25 @@ class Fabric:
     def read(self, switch: str, reads: list[tuple[str, int]], kind: str = "register") -> list[int]:
         """Register cells (kind "register"), counter byte counts ("counter") or packet counts
         ("packets") read over P4Runtime from inside the fabric's namespace, where the
-        switches serve gRPC."""
-        code = (
-            "import json, sys, grpc\n"
-            "from p4.v1 import p4runtime_pb2 as pb, p4runtime_pb2_grpc as rpc\n"
-            "addr, dev, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]\n"
-            "reads = json.loads(sys.argv[4])\n"
-            "stub = rpc.P4RuntimeStub(grpc.insecure_channel(addr))\n"
-            "info = stub.GetForwardingPipelineConfig(pb.GetForwardingPipelineConfigRequest("
-            "device_id=dev, response_type=0)).config.p4info\n"
-            "ids = {x.preamble.name: x.preamble.id for x in "
-            "(info.registers if kind == 'register' else info.counters)}\n"
-            "out = []\n"
-            "for name, index in reads:\n"
-            "    r = pb.ReadRequest(device_id=dev)\n"
-            "    e = r.entities.add()\n"
-            "    if kind == 'register':\n"
-            "        e.register_entry.register_id = ids[name]\n"
-            "        e.register_entry.index.index = index\n"
-            "    else:\n"
-            "        e.counter_entry.counter_id = ids[name]\n"
-            "        e.counter_entry.index.index = index\n"
-            "    for resp in stub.Read(r):\n"
-            "        for ent in resp.entities:\n"
-            "            out.append(int.from_bytes(ent.register_entry.data.bitstring, 'big')\n"
-            "                       if kind == 'register' else ent.counter_entry.data.packet_count\n"
-            "                       if kind == 'packets' else ent.counter_entry.data.byte_count)\n"
-            "print(json.dumps(out))\n")
-        got = sh(self.fab, sys.executable, "-c", code, self.switches[switch],
-                 str(self.topo.switch(switch).device_id), kind, json.dumps(reads))
-        return json.loads(got.stdout)
+        switches serve gRPC, by one reader process that lives as long as the fabric (a
+        process per read spent most of a read importing grpc)."""
+        if self._reader is None or self._reader.poll() is not None:
+            self._reader = subprocess.Popen(
+                ["ip", "netns", "exec", self.fab, sys.executable, "-c", _READER],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        request = [self.switches[switch], self.topo.switch(switch).device_id, kind, reads]
+        self._reader.stdin.write(json.dumps(request) + "\n")
+        self._reader.stdin.flush()
+        reply = json.loads(self._reader.stdout.readline() or '{"error": "the reader died"}')
+        assert "error" not in reply, (switch, reads, reply["error"])
+        return reply["values"]
+
+    def close(self) -> None:
+        """Ends the reader process, if one runs."""
+        if self._reader is not None:
+            self._reader.stdin.close()
+            self._reader.wait(10)
+            self._reader = None
 
     def host_port(self, host: str) -> str:
         """The switch-side interface of `host`'s cable (in the fabric's namespace)."""
@@ -185,22 +214,23 @@ def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | 
         else:
             netns_factory.veth(fab, fab, name_a=lk.a_intf, name_b=lk.b_intf)
     procs, addresses, controls = {}, {}, {}
-    daemon = None
+    daemon = fabric = None
     try:
+        unstarted = {}
         for sw in topo.switches.values():
             ports = {port: lk.a_intf if lk.a == sw.name else lk.b_intf
                      for port, lk in sorted(topo.ports(sw.name).items())}
             if target == "bmv2":
-                proc = BMv2Process(ports, sw.device_id, netns=fab).__enter__()
+                unstarted[sw.name] = BMv2Process(ports, sw.device_id, netns=fab)
             else:
                 ifaces = [a for port, name in ports.items() for a in ("-i", f"{port}@{name}")]
                 depth = ["--queue-depth", str(queue_depth)] if queue_depth else []
                 controls[sw.name] = tmp_path / f"{sw.name}.ctl"
-                proc = SwitchProcess(["--no-p4", "--device-id", str(sw.device_id), *depth,
-                                      "--control-socket", str(controls[sw.name]),
-                                      *switch_args, *ifaces], netns=fab).__enter__()
-            procs[sw.name] = proc
-            addresses[sw.name] = proc.grpc_addr
+                unstarted[sw.name] = SwitchProcess(
+                    ["--no-p4", "--device-id", str(sw.device_id), *depth, "--control-socket",
+                     str(controls[sw.name]), *switch_args, *ifaces], netns=fab)
+        procs.update(_start_all(unstarted))
+        addresses.update({name: proc.grpc_addr for name, proc in procs.items()})
         port_file = tmp_path / "port"
         state = tmp_path / "fabricd-state.json"
         args = [sys.executable, "-m", "controller.fabricd", "--topology", str(path),
@@ -226,8 +256,25 @@ def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | 
             time.sleep(0.5)
         yield fabric
     finally:
+        if fabric is not None:
+            fabric.close()
         if daemon is not None and daemon.poll() is None:
             daemon.terminate()
             daemon.wait(10)
-        for proc in reversed(procs.values()):
+        with ThreadPoolExecutor(max(1, len(procs))) as pool:
+            list(pool.map(lambda proc: proc.stop(), procs.values()))
+
+
+def _start_all(unstarted: dict) -> dict:
+    """Every switch started at once (each start is mostly a Python process importing the
+    target, which a second core halves); -> name -> started switch, in `unstarted`'s order.
+    One that fails to start stops the others and raises its error."""
+    with ThreadPoolExecutor(len(unstarted)) as pool:
+        futures = {name: pool.submit(proc.__enter__) for name, proc in unstarted.items()}
+    started = {name: f.result() for name, f in futures.items() if f.exception() is None}
+    failed = [f.exception() for f in futures.values() if f.exception() is not None]
+    if failed:
+        for proc in started.values():
             proc.stop()
+        raise failed[0]
+    return started
