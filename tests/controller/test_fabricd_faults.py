@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from collectives.launch import launch
+from tests.conftest import NetnsFactory
 from tests.netns_fabric import build
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
@@ -27,9 +28,15 @@ TRANSPORT = {"min_rto": 0.2, "max_rto": 0.5, "retry_limit": 400}
 ZERO = {"duplicated": 0, "missing": 0, "stale": 0}
 
 
-@pytest.fixture
-def net(netns_factory, tmp_path):
-    yield from build(netns_factory, tmp_path, TOPO.read_text(), queue_depth=512)
+@pytest.fixture(scope="module")
+def net(tmp_path_factory):
+    """One fabric for both faults: the link flaps run on the switch restarted before."""
+    factory = NetnsFactory()
+    try:
+        yield from build(factory, tmp_path_factory.mktemp("faults"), TOPO.read_text(),
+                         queue_depth=512)
+    finally:
+        factory.cleanup()
 
 
 def run(net, tmp_path, collective: str, algo: str, elements: int, policy: str, during,
