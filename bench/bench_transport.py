@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from collectives.launch import LaunchError, launch  # noqa: E402
+from collectives.runner import elements_of  # noqa: E402
 from ebpf.impair import Impair  # noqa: E402
 from fabricmodel import policies  # noqa: E402
 
@@ -56,7 +57,7 @@ def _measure(ips, ns, rel: str, mtu: int, policy: str, backend: str):
     """(Mbit/s, packets/s, CPU us/packet, user CPU us/packet, retransmissions) of one row;
     None when the policy's eBPF cannot run here."""
     run = {"collective": "alltoall", "algo": "direct", "dtype": "int32",
-           "elements": 64 * MiB // 4}
+           "elements": elements_of(64 * MiB, "int32")}
     try:
         rows = launch(ips, [run], namespaces=ns, timeout=600, policy=policy,
                       transport={"reliability": rel, "mtu": mtu, "window": 128,
