@@ -218,39 +218,65 @@ def table(path):
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default="out/train.png",
               show_default=True, help="The PNG of loss, test accuracy and time per step.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Append the epoch rows here.")
-def train(topology, ranks, namespaces, fabricd, algos, epochs, batch, hidden, lr, seed,
-          link_mbps, min_rto, port, plot_path, out):
+def train(**given):
     """Train the digits MLP data parallel, once per all-reduce algorithm (same seed and
     epochs), and compare loss, test accuracy and time per step."""
-    hosts = _topology_hosts(topology, ranks)
-    ns_list = _split(namespaces)
-    if ns_list and len(ns_list) != len(hosts):
-        raise click.BadParameter(f"{len(ns_list)} namespaces for {len(hosts)} ranks",
-                                 param_hint="--netns")
-    algo_list = _split(algos)
-    bad = [a for a in algo_list if a not in TRAIN_ALGOS]
-    if bad or not algo_list:
-        raise click.BadParameter(f"unknown all-reduce {bad}; choose from {list(TRAIN_ALGOS)}",
-                                 param_hint="--algos")
-    if not fabricd and set(algo_list) - {"ring"}:
-        raise click.BadParameter("netreduce and switchml aggregate in the switches: fabricd "
-                                 "sets up their jobs", param_hint="--fabricd")
-    cfg = TrainConfig(epochs=epochs, batch=batch, hidden=hidden, lr=lr, seed=seed)
+    opts = TrainOptions.parse(**given)
     try:
-        rows = train_all([h.ip for h in hosts], [h.name for h in hosts], cfg, algo_list,
-                         namespaces=ns_list or None, fabricd=fabricd, link_mbps=link_mbps,
-                         transport={"min_rto": min_rto} if min_rto else None, port=port)
+        rows = opts.launch()
     except (LaunchError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    if out:
-        write_jsonl(rows, out)
+    if opts.out:
+        write_jsonl(rows, opts.out)
     click.echo(train_table(rows))
-    plot(rows, Path(plot_path), f"digits MLP, {len(hosts)} ranks, {epochs} epochs, batch "
-                                f"{batch} per rank, seed {seed}")
-    click.echo(f"plot: {plot_path}")
+    cfg = opts.cfg
+    plot(rows, Path(opts.plot_path), f"digits MLP, {len(opts.hosts)} ranks, {cfg.epochs} "
+                                     f"epochs, batch {cfg.batch} per rank, seed {cfg.seed}")
+    click.echo(f"plot: {opts.plot_path}")
     if not consistent(rows):
         raise click.ClickException("the ranks of a run ended an epoch with different "
                                    "parameters")
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """`train`'s options, checked: the ranks' hosts, the algorithms, the model's training."""
+    hosts: list                      # fabricmodel.topology.Host, in rank order
+    namespaces: list[str] | None
+    algos: list[str]
+    cfg: TrainConfig
+    fabricd: str | None
+    link_mbps: float | None
+    transport: dict | None
+    port: int
+    plot_path: str
+    out: str | None
+
+    @classmethod
+    def parse(cls, *, topology, ranks, namespaces, fabricd, algos, epochs, batch, hidden, lr,
+              seed, link_mbps, min_rto, port, plot_path, out) -> TrainOptions:
+        """The options as click gives them; click.BadParameter naming the option at fault."""
+        hosts = _topology_hosts(topology, ranks)
+        ns_list = _split(namespaces)
+        if ns_list and len(ns_list) != len(hosts):
+            raise click.BadParameter(f"{len(ns_list)} namespaces for {len(hosts)} ranks",
+                                     param_hint="--netns")
+        algo_list = _split(algos)
+        bad = [a for a in algo_list if a not in TRAIN_ALGOS]
+        if bad or not algo_list:
+            raise click.BadParameter(f"unknown all-reduce {bad}; choose from "
+                                     f"{list(TRAIN_ALGOS)}", param_hint="--algos")
+        if not fabricd and set(algo_list) - {"ring"}:
+            raise click.BadParameter("netreduce and switchml aggregate in the switches: fabricd "
+                                     "sets up their jobs", param_hint="--fabricd")
+        cfg = TrainConfig(epochs=epochs, batch=batch, hidden=hidden, lr=lr, seed=seed)
+        return cls(hosts, ns_list or None, algo_list, cfg, fabricd, link_mbps,
+                   {"min_rto": min_rto} if min_rto else None, port, plot_path, out)
+
+    def launch(self) -> list[dict]:
+        return train_all([h.ip for h in self.hosts], [h.name for h in self.hosts], self.cfg,
+                         self.algos, namespaces=self.namespaces, fabricd=self.fabricd,
+                         link_mbps=self.link_mbps, transport=self.transport, port=self.port)
 
 
 @main.command()

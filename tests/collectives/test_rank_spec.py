@@ -1,10 +1,11 @@
-"""The rank spec (launcher -> rank process) and `python -m collectives run`'s options as
-dataclasses: written once, read back the same, refused with the field named."""
+"""The rank spec (launcher -> rank process) and `python -m collectives run` and `train`'s
+options as dataclasses: written once, read back the same, refused with the field named."""
 from __future__ import annotations
 
+import click
 import pytest
 
-from collectives.cli import RunOptions, main
+from collectives.cli import RunOptions, TrainOptions, main
 from collectives.comm import CommConfig
 from collectives.rank_spec import RankSpec, RankSpecError
 from collectives.runner import elements_of
@@ -54,3 +55,16 @@ def test_run_options_map_onto_one_dataclass():
                                        "job_id": 1, "credits": 8}
     assert opts.policy == "ethereal" and opts.transport["mtu"] == 4096
     assert opts.port == RankSpec.port
+
+
+def test_train_options_map_onto_one_dataclass():
+    topo = "controller/topologies/leafspine-2x2.yaml"
+    ctx = main.commands["train"].make_context("train", ["--topology", topo, "--algos", "ring",
+                                                        "--epochs", "2", "--min-rto", "0.01"])
+    opts = TrainOptions.parse(**ctx.params)
+    assert [h.name for h in opts.hosts] == ["h1", "h2", "h3", "h4"]
+    assert opts.algos == ["ring"] and opts.cfg.epochs == 2 and opts.transport == {"min_rto": 0.01}
+    ctx = main.commands["train"].make_context("train", ["--topology", topo, "--algos",
+                                                        "ring,netreduce"])
+    with pytest.raises(click.BadParameter, match="fabricd"):
+        TrainOptions.parse(**ctx.params)
