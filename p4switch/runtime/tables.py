@@ -48,6 +48,8 @@ class TableState:
 # the spec's reading (--p4runtime-strict) names the table
 IDLE_TIMEOUT_REFUSED_BMV2 = ("idle_timeout_ns must be set to 0 for tables which do not support "
                              "idle timeout")
+# ... and for a write that sets the read-only time_since_last_hit, checked before the rest
+TIME_SINCE_HIT_REFUSED_BMV2 = "has_time_since_last_hit must not be set in WriteRequest"
 
 
 class TableStore:
@@ -143,6 +145,8 @@ class TableStore:
                                     "direct resources may be modified")
         if kind == Update.INSERT and not entry.HasField("action"):
             raise invalid(f"table '{table.name}': the entry has no action")
+        if entry.HasField("time_since_last_hit") and not self.strict:
+            raise invalid(TIME_SINCE_HIT_REFUSED_BMV2)
         if entry.idle_timeout_ns or entry.HasField("time_since_last_hit"):
             if not table.supports_timeout:
                 raise invalid(f"table '{table.name}' does not support idle timeout"
@@ -220,7 +224,11 @@ class TableStore:
         if entry.match or entry.priority:
             raise invalid(f"table '{table.name}': the default entry has no match and no "
                           "priority")
-        if entry.idle_timeout_ns or entry.HasField("time_since_last_hit"):
+        if entry.HasField("time_since_last_hit") and not self.strict:
+            raise invalid(TIME_SINCE_HIT_REFUSED_BMV2)
+        # simple_switch_grpc takes an idle timeout on a default entry and ignores it (the
+        # default entry never ages); the spec refuses it
+        if self.strict and (entry.idle_timeout_ns or entry.HasField("time_since_last_hit")):
             raise invalid("default entries have no idle timeout")
         if table.implementation_id:
             raise unimplemented(f"default entries of indirect table '{table.name}'")

@@ -13,7 +13,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 import p4switch
 from p4switch.device.process import SwitchProcess
-from p4switch.runtime.tables import IDLE_TIMEOUT_REFUSED_BMV2
+from p4switch.runtime.tables import IDLE_TIMEOUT_REFUSED_BMV2, TIME_SINCE_HIT_REFUSED_BMV2
 
 PROGRAMS = pathlib.Path(__file__).parent / "device_programs"
 DEVICE = 9
@@ -67,6 +67,21 @@ def _timed_entry(pipeline):
     return req
 
 
+def _timed_default(pipeline, elapsed=False):
+    """A MODIFY of mac_table's default entry with an idle timeout, or with the read-only
+    time_since_last_hit set."""
+    req = _timed_entry(pipeline)
+    update = req.updates[0]
+    update.type = p4runtime_pb2.Update.MODIFY
+    entry = update.entity.table_entry
+    entry.ClearField("match")
+    entry.is_default_action = True
+    if elapsed:
+        entry.idle_timeout_ns = 0
+        entry.time_since_last_hit.elapsed_ns = 10**6
+    return req
+
+
 @pytest.mark.parametrize("strict", [False, True])
 def test_arbitration_without_election_id_bmv2_or_spec(pipeline, strict):
     """simple_switch_grpc (default): the unset election id is 0, a lone client is primary
@@ -114,6 +129,23 @@ def test_idle_timeout_on_a_table_without_one_bmv2_or_spec(pipeline, strict):
                 assert IDLE_TIMEOUT_REFUSED_BMV2 in details
                 assert IDLE_TIMEOUT_REFUSED_BMV2 == ("idle_timeout_ns must be set to 0 for "
                                                      "tables which do not support idle timeout")
+            # the default entry: time_since_last_hit refused in BMv2's words; an idle
+            # timeout ignored by BMv2, refused by the spec
+            with pytest.raises(grpc.RpcError) as err:
+                client.stub.Write(_timed_default(pipeline, elapsed=True))
+            code, details = _update_error(err.value)
+            assert code == code_pb2.INVALID_ARGUMENT
+            assert details == ("default entries have no idle timeout" if strict else
+                               TIME_SINCE_HIT_REFUSED_BMV2)
+            assert TIME_SINCE_HIT_REFUSED_BMV2 == ("has_time_since_last_hit must not be set in "
+                                                   "WriteRequest")
+            if strict:
+                with pytest.raises(grpc.RpcError) as err:
+                    client.stub.Write(_timed_default(pipeline))
+                assert _update_error(err.value) == (code_pb2.INVALID_ARGUMENT,
+                                                    "default entries have no idle timeout")
+            else:
+                client.stub.Write(_timed_default(pipeline))
         finally:
             client.close()
 
