@@ -27,7 +27,7 @@ from pathlib import Path
 from nativebuild import cache_dir
 
 from . import p4info_check
-from .errors import P4CompileError
+from .errors import InternalCompilerError, P4CompileError
 from .parse import SourceMap
 
 FORMAT = "p4switch-config/2"
@@ -223,6 +223,8 @@ def _read_p4switch(doc: dict, client_info=None):
     from .frontend import compile_source
     try:
         return compile_source(_ClientSource(text), "p4_device_config.source")
+    except InternalCompilerError:
+        raise                   # the switch's fault: not reported as the client's config
     except P4CompileError as exc:
         where = f"{_short(exc.file)}:{exc.line}:{exc.col}"
         raise ConfigError("p4_device_config.source", f"{where}: {exc.message}") from None

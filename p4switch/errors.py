@@ -17,6 +17,12 @@ class P4CompileError(Exception):
         return text
 
 
+class InternalCompilerError(P4CompileError):
+    """The compiler failed on a program it should have compiled or refused with a reason: a
+    p4switch bug (or a construct it does not support and does not yet name). The original
+    exception is its `__cause__`, so the traceback stays with whoever logs it."""
+
+
 def _read_line(file: str, line: int) -> str | None:
     try:
         with open(file, encoding="utf-8", errors="replace") as fh:

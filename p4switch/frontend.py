@@ -2,8 +2,11 @@
 Program, every failure a P4CompileError at its place in the original source."""
 from __future__ import annotations
 
+import traceback
+from pathlib import Path
+
 from . import parse, passes
-from .errors import P4CompileError
+from .errors import InternalCompilerError, P4CompileError
 from .ir import Fail, Program, pos
 
 
@@ -31,7 +34,13 @@ def _front_end(unit: passes.Unit) -> Program:
         raise source.error(line, col, exc.message) from None
     except RecursionError:
         raise P4CompileError(unit.name, 1, 1, "program nesting is too deep", "") from None
-    except Exception as exc:  # a checker bug must still read as a compile error, not a traceback
-        raise P4CompileError(unit.name, 1, 1,
-                             f"internal compiler error ({type(exc).__name__}: {exc}); "
-                             "this construct is probably not supported by p4switch", "") from None
+    except Exception as exc:  # a checker bug reads as one compile error, its traceback kept
+        raise InternalCompilerError(unit.name, 1, 1, _internal_message(exc), "") from exc
+
+
+def _internal_message(exc: Exception) -> str:
+    """Where in p4switch the failure was raised, so a report of it can be acted on."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return (f"internal compiler error ({type(exc).__name__}: {exc}, raised in {frame.name} "
+            f"at {Path(frame.filename).name}:{frame.lineno}): a p4switch bug, or a construct "
+            "it does not support")

@@ -35,6 +35,7 @@ permission_denied = _with(grpc.StatusCode.PERMISSION_DENIED)
 failed_precondition = _with(grpc.StatusCode.FAILED_PRECONDITION)
 out_of_range = _with(grpc.StatusCode.OUT_OF_RANGE)
 resource_exhausted = _with(grpc.StatusCode.RESOURCE_EXHAUSTED)
+internal = _with(grpc.StatusCode.INTERNAL)
 
 
 def canonical_code(code: grpc.StatusCode) -> int:

@@ -3,19 +3,24 @@ P4Runtime state on top of it (entries, profiles, PRE, externs, digest configs), 
 dispatch of Write updates and Read queries to the store that owns each entity kind."""
 from __future__ import annotations
 
+import logging
+
 from p4.v1 import p4runtime_pb2
 
 from p4switch import device_config
+from p4switch.native.lowered import Unsupported
 
 from . import codec
 from .digests import DigestEngine
-from .errors import P4RuntimeError, invalid, unimplemented
+from .errors import P4RuntimeError, internal, invalid, unimplemented
 from .externs import ExternStore
 from .pre import PreStore
 from .profiles import ProfileStore
 from .schema import Schema
 from .tables import TableStore
 from .value_sets import ValueSetStore
+
+log = logging.getLogger(__name__)
 
 Update = p4runtime_pb2.Update
 
@@ -34,8 +39,11 @@ class Pipeline:
             raise
         except device_config.ConfigError as exc:
             raise invalid(str(exc)) from exc
-        except Exception as exc:  # the loader's own error types vary; all mean a bad config
+        except (ValueError, Unsupported) as exc:  # the readers' own errors: the config's fault
             raise invalid(f"the pipeline config is not valid for this target: {exc}") from exc
+        except Exception as exc:  # the switch's fault: INTERNAL, the traceback in its log
+            log.exception("pushing a pipeline config failed inside p4switch")
+            raise internal(f"p4switch failed on this pipeline config: {exc}") from exc
         self.profiles = ProfileStore(self.schema, self.sw, down_ports)
         self.tables = TableStore(self.schema, self.sw, self.profiles, strict)
         self.pre = PreStore(self.sw)
