@@ -21,8 +21,9 @@ import part2
 from capture import PortCaptures, switch_interfaces
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
+from failures import EXACT as FAILURE_EXACT
 from failures import FAILURE_HEAD, failure_runs, failure_table
-from fidelity_watch import FabricMonitor, WaitSampler, column
+from fidelity_watch import RETRIES, FabricMonitor, WaitSampler, column, rerun_unfaithful
 from host_nic import pace_nics
 from ideas import EXACT as IDEAS_EXACT
 from ideas import HEAD as IDEAS_HEAD
@@ -64,9 +65,8 @@ SIZE = {"p4switch": "4MiB", "bmv2": "512KiB"}
 # 2.12x at 40, part two's own ring baseline 1.10x at 20 with every row exact; it ran at 2
 # with the Python transport and 1 KiB packets (mininet/README.md).
 IDEAS_LINK_MBPS = 20.0
-# An unfaithful launch runs again up to RETRIES times; where it stays unfaithful, part one's
-# rate is lowered by SLOWER (at most LOWERINGS times) and the launch runs once more
-RETRIES = 2
+# Where a launch stays unfaithful after its re-runs (fidelity_watch.RETRIES), part one's rate is
+# lowered by SLOWER (at most LOWERINGS times) and the launch runs once more
 SLOWER = 0.5
 LOWERINGS = 2
 # `--link-mbps auto`: the share of the machine's cores the emulation's per-packet work may
@@ -173,14 +173,8 @@ class Rates:
 def faithful_launch(launch, what: str, rates: Rates | None) -> list[dict]:
     """launch() -> its rows; an unfaithful launch runs again (rates.retries times), then once
     more at a lower rate where `rates` may lower it."""
-    rows = launch()
-    retries = rates.retries if rates else 0
-    for attempt in range(retries):
-        if column(rows) in ("yes", "unmeasured"):
-            return rows
-        click.echo(f"demo: {what}: not faithful ({column(rows)}); re-run {attempt + 1}/{retries}")
-        rows = launch()
-    if column(rows) not in ("yes", "unmeasured") and rates is not None and rates.lower():
+    rows = rerun_unfaithful(launch, lambda rows: rows, what, rates.retries if rates else 0)
+    if column(rows).startswith("NO") and rates is not None and rates.lower():
         rows = launch()
     return rows
 
@@ -242,7 +236,7 @@ def gave_up(failed: list[list]) -> list[list]:
     """The failure table's rows (failures.FAILURE_HEAD) that ended inexact although their
     policy should have recovered: after an announced failure every policy should (fabricd
     routes around the link), after a silent one only those that move flows on a timeout."""
-    return [f for f in failed if f[-1] == "NO" and
+    return [f for f in failed if f[FAILURE_EXACT] == "NO" and
             (f[1] == "announced" or lb_policies.get(f[2]).survives_silent_failure)]
 
 
@@ -351,8 +345,9 @@ def _drain_rto(depth: int, mbps: float) -> float:
 @click.option("--vclos-repeats", type=click.IntRange(1), default=3, show_default=True,
               help="Runs of each vClos measurement (alone, together); the median counts.")
 @click.option("--fidelity-retries", type=click.IntRange(0), default=RETRIES, show_default=True,
-              help="Re-runs of a part-one launch the fidelity monitor marks not faithful; "
-                   "where it stays so, the part's rate is halved (unless --link-mbps fixed it).")
+              help="Re-runs of a launch the fidelity monitor marks not faithful (part one's, "
+                   "part two's Allgathers and FSDP cases); where one of part one stays so, its "
+                   "rate is halved (unless --link-mbps fixed it).")
 @click.option("--cli", is_flag=True, help="End in the Mininet CLI with fabricd running, for "
                                           "fabricctl by hand (FABRICD is in its environment).")
 @click.option("--pcap", is_flag=True, help="Capture every switch port of part one into "
@@ -417,7 +412,7 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
                                "min_rto": min_rto or _drain_rto(queue_depth, ideas_link_mbps)},
                               elements_of(parse_size(ideas_size), "int32"), seeds=tuple(range(vclos_seeds)),
                               repeats=vclos_repeats, ideas=tuple(ideas_list),
-                              train=TrainConfig(epochs=train_epochs))
+                              train=TrainConfig(epochs=train_epochs), retries=fidelity_retries)
         except LaunchError as err:
             raise click.ClickException(f"a collective failed: {err}") from None
     ran_at = sorted({r["link_mbps"] for r in rows if r.get("link_mbps")}, reverse=True)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import click
+from fidelity_watch import column
 from report import link_bound_s
 
 from collectives.launch import LaunchError
@@ -117,7 +118,7 @@ def _row(link: str, announce: bool, policy: str, failed_at: float | None, got: l
     if error or not got:
         reason = "retry limit" if "did not acknowledge" in (error or "") else "failed"
         return [link, how, policy, f"did not finish ({reason})", "-", "-", "-", "-",
-                "yes" if failed_at else "no", "NO"]
+                "yes" if failed_at else "no", "NO", "unmeasured"]
     cct = max(r["cct_s"] for r in got)
     last = max(r["last_retx_at"] for r in got)
     to_last = f"{(last - failed_at) * 1e3:.0f}" if failed_at and last > failed_at else "-"
@@ -125,11 +126,12 @@ def _row(link: str, announce: bool, policy: str, failed_at: float | None, got: l
             str(sum(r["packets_retransmitted"] for r in got)),
             str(sum(r["timeouts"] for r in got)),
             str(sum(r.get("repicks", 0) for r in got)), "yes" if failed_at else "no",
-            "yes" if all(r["ok"] for r in got) else "NO"]
+            "yes" if all(r["ok"] for r in got) else "NO", column(got)]
 
 
 FAILURE_HEAD = ["link", "failure", "policy", "CCT ms", "failure -> last retx ms", "retx",
-                "timeouts", "re-picks", "hit mid-run", "exact"]
+                "timeouts", "re-picks", "hit mid-run", "exact", "faithful"]
+EXACT = FAILURE_HEAD.index("exact")
 
 
 def failure_table(rows: list[list]) -> str:

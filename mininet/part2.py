@@ -18,7 +18,7 @@ from pathlib import Path
 import grpc
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
-from fidelity_watch import FabricMonitor
+from fidelity_watch import RETRIES, FabricMonitor
 from host_nic import pace_nics
 from ideas import Ranks
 
@@ -37,9 +37,11 @@ OVERSUBSCRIBED = ROOT / "controller" / "topologies" / "leafspine-2x1-h4.yaml"
 class Fabric:
     """A running Mininet fabric with fabricd, and the hosts in rank order."""
 
-    def __init__(self, net, topo, fabricd: Fabricd, ranks: Ranks, link_mbps: float):
+    def __init__(self, net, topo, fabricd: Fabricd, ranks: Ranks, link_mbps: float,
+                 retries: int = RETRIES):
         self.net, self.topo, self.fabricd, self.ranks = net, topo, fabricd, ranks
         self.link_mbps = link_mbps
+        self.retries = retries          # re-runs of an unfaithful measurement
         self._stub = fabric_pb2_grpc.FabricStub(grpc.insecure_channel(fabricd.address))
 
     def ports(self, switch: str) -> dict[int, tuple[int, int]]:
@@ -74,8 +76,9 @@ class Fabric:
 @contextmanager
 def running_fabric(topology: Path, log_dir: Path, link_mbps: float, queue_depth: int,
                    transport: dict, ns_prefix: str = "mlf2-", target: str = "p4switch",
-                   compiler: str | None = None):
-    """compiler: fabricd's --compiler for the target (p4_switch.COMPILERS)."""
+                   compiler: str | None = None, retries: int = RETRIES):
+    """compiler: fabricd's --compiler for the target (p4_switch.COMPILERS); retries: re-runs
+    of an unfaithful measurement."""
     topo = load(topology)
     net = build_net(topo, target=target, log_dir=str(log_dir), link_mbps=link_mbps or None,
                     queue_depth=queue_depth)
@@ -91,7 +94,7 @@ def running_fabric(topology: Path, log_dir: Path, link_mbps: float, queue_depth:
             with host_netns(net, names, prefix=ns_prefix) as namespaces:
                 monitor = FabricMonitor.of_net(net, fabricd)
                 yield Fabric(net, topo, fabricd, Ranks(topo, namespaces, transport, monitor),
-                             link_mbps)
+                             link_mbps, retries)
     finally:
         net.stop()
 
@@ -112,12 +115,13 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
         compiler: str | None, transport: dict, elements: int,
         seeds: tuple[int, ...] = (0, 1, 2), repeats: int = 3,
         ideas: tuple[str, ...] = IDEAS, train: TrainConfig | None = None,
-        oversubscribed: Path | None = OVERSUBSCRIBED) -> list[list[str]]:
+        oversubscribed: Path | None = OVERSUBSCRIBED, retries: int = RETRIES) -> list[list[str]]:
     """The ideas on the 8-host fabric: Multicast Allgather ("mcast"), its FSDP case ("fsdp"),
     NetReduce next to ring and SwitchML ("netreduce"), vClos ("vclos"), a training run over
     ring, NetReduce and SwitchML ("train", `train` its configuration), or those of `ideas`.
     Prints their tables, writes out/mcast-allgather.png, out/vclos.png and out/train.png,
-    returns the ideas-table rows."""
+    returns the ideas-table rows. An unfaithful Allgather or FSDP measurement runs again, at
+    most `retries` times."""
     import click
     import idea_fsdp
     import idea_mcast
@@ -134,7 +138,7 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
     traffic = fsdp = nr_runs = vc = trained = None
     rows = []
     with running_fabric(topology, out_dir / "logs-part2", link_mbps, queue_depth, transport,
-                        target=target, compiler=compiler) as fab:
+                        target=target, compiler=compiler, retries=retries) as fab:
         n = len(fab.ranks.hosts)
         if "mcast" in ideas:
             traffic = idea_mcast.fabric_traffic(fab, elements)
@@ -158,7 +162,7 @@ def run(topology: Path, out_dir: Path, link_mbps: float, queue_depth: int, targe
                    f"racks): {len(otopo.switches)} {target} switches, {len(otopo.hosts)} hosts")
         with running_fabric(oversubscribed, out_dir / "logs-part2-over", link_mbps,
                             queue_depth, transport, ns_prefix="mlf3-", target=target,
-                            compiler=compiler) as fab2:
+                            compiler=compiler, retries=retries) as fab2:
             if "mcast" in ideas:
                 over = idea_mcast.fabric_traffic(fab2, elements, loss=0.0, spread_ranks=True)
                 rows += [summary(f"Multicast Allgather ({otopo.name})", t.run, r)
