@@ -11,6 +11,8 @@ fi
 if grep -qs ' /sys sysfs ro,' /proc/self/mounts; then
     mount -o remount,rw /sys 2>/dev/null || echo "entrypoint: /sys stays read-only" >&2
 fi
-# bcc's kernel headers, for the kernel this container happens to run on.
-sh /opt/mlfabric/scripts/link-kernel-headers.sh || true
+# bcc's kernel headers (the jobs image has them), for the kernel this container runs on.
+if ls -d /usr/src/linux-headers-*-amd64 >/dev/null 2>&1; then
+    sh /opt/mlfabric/scripts/link-kernel-headers.sh || true
+fi
 exec "$@"

@@ -51,12 +51,14 @@ def main(full_demo):
     """Time the compose path from nothing: base image, image, quick demo, services."""
     rows: list[list[str]] = []
     timed("base image (debootstrap + import)", ["bash", "docker/build-base.sh", "--force"], rows)
-    timed("image, first build (apt + pip)", [*COMPOSE, "build", "--no-cache", "fabric"], rows)
+    timed("fabric image, first build (apt + pip)", [*COMPOSE, "build", "--no-cache", "fabric"],
+          rows)
     EDITED.write_text(f"{time.time()}\n")
     try:
-        timed("image after a source edit (last layer)", [*COMPOSE, "build", "fabric"], rows)
+        timed("fabric image after a source edit (last layer)", [*COMPOSE, "build", "fabric"], rows)
     finally:
         EDITED.unlink()
+    timed("jobs image, first build (the rest of setup.sh)", [*COMPOSE, "build", "demo"], rows)
     timed("quick demo (one ring all-reduce, two policies)",
           [*COMPOSE, "run", "--rm", "demo", *QUICK_DEMO], rows)
     if full_demo:
@@ -65,8 +67,9 @@ def main(full_demo):
         timed("fabric + fabricd up and healthy", [*COMPOSE, "up", "-d"], rows)
     finally:
         subprocess.run([*COMPOSE, "down", "-v"], cwd=ROOT, capture_output=True)
-    rows.append(["image size", "`docker image inspect mlfabric:latest`",
-                 f"{image_mb('mlfabric:latest'):,.0f} MB (base {image_mb('mlfabric-base:bookworm'):,.0f} MB)"])
+    for image in ("mlfabric:latest", "mlfabric-jobs:latest"):
+        rows.append([f"size of {image}", f"`docker image inspect {image}`",
+                     f"{image_mb(image):,.0f} MB (base {image_mb('mlfabric-base:bookworm'):,.0f} MB)"])
     save_table(ROOT / "out", "docker", "The compose path, step by step", ["step", "command", "took"],
                rows, command="docker/measure.py" + (" --full-demo" if full_demo else ""))
     for row in rows:
