@@ -210,7 +210,8 @@ def table(path):
 @click.option("--seed", type=int, default=TrainConfig.seed, show_default=True,
               help="Initial parameters, the train/test split and the order of the samples.")
 @click.option("--link-mbps", type=click.FloatRange(0, min_open=True),
-              help="The fabric's link rate: sizes SwitchML's pool and timer as SwitchML does.")
+              help="The fabric's link rate: sizes SwitchML's pool and timer as SwitchML does; "
+                   "the table's bound column.")
 @click.option("--min-rto", type=click.FloatRange(0.001),
               help="The RC transport's minimum retransmission timeout in s.")
 @click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True,
@@ -228,7 +229,7 @@ def train(**given):
         raise click.ClickException(str(exc)) from None
     if opts.out:
         write_jsonl(rows, opts.out)
-    click.echo(train_table(rows))
+    click.echo(train_table(rows, opts.link_mbps))
     cfg = opts.cfg
     plot(rows, Path(opts.plot_path), f"digits MLP, {len(opts.hosts)} ranks, {cfg.epochs} "
                                      f"epochs, batch {cfg.batch} per rank, seed {cfg.seed}")
@@ -288,8 +289,9 @@ class TrainOptions:
                                 "and the multicast group.")
 @click.option("--parallel", type=click.Choice(["ddp", "fsdp"]), default="ddp", show_default=True,
               help="DistributedDataParallel or FullyShardedDataParallel.")
-@click.option("--model", type=click.Choice(["cnn", "mlp"]), default="cnn", show_default=True,
-              help="cnn: 217,546 parameters (bandwidth-bound); mlp: 2,410 (latency-bound).")
+@click.option("--model", type=click.Choice(["cnn", "tiny-cnn", "mlp"]), default="cnn",
+              show_default=True, help="cnn: 217,546 parameters (bandwidth-bound); tiny-cnn: "
+                                      "1,370; mlp: 2,410 (latency-bound).")
 @click.option("--algos", default="ring,netreduce,switchml", show_default=True,
               help="DDP: comma-separated mlfabric all-reduce algorithms, one run each.")
 @click.option("--allgathers", default="ring,multicast", show_default=True,
@@ -299,6 +301,8 @@ class TrainOptions:
 @click.option("--epochs", type=click.IntRange(1), default=3, show_default=True)
 @click.option("--batch", type=click.IntRange(1), default=16, show_default=True,
               help="Samples per rank per step (the global batch is ranks times this).")
+@click.option("--steps", type=click.IntRange(0), default=0, show_default=True,
+              help="Steps per epoch at most (0: every global batch of the training set).")
 @click.option("--lr", type=click.FloatRange(0, min_open=True), default=0.05, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--link-mbps", type=click.FloatRange(0, min_open=True),
@@ -314,7 +318,7 @@ class TrainOptions:
               show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Append the epoch rows here.")
 def torchrun(topology, ranks, namespaces, fabricd, parallel, model, algos, allgathers,
-             reference, epochs, batch, lr, seed, link_mbps, min_rto, port, trace_dir,
+             reference, epochs, batch, steps, lr, seed, link_mbps, min_rto, port, trace_dir,
              plot_path, out):
     """Train a PyTorch model (DDP or FSDP) on the backend mlfabric, once per algorithm,
     beside the same script on gloo; compare loss, accuracy, time per step."""
@@ -341,8 +345,8 @@ def torchrun(topology, ranks, namespaces, fabricd, parallel, model, algos, allga
     if needs and not fabricd:
         raise click.BadParameter(f"{sorted(needs)} need fabricd (it sets up their switches)",
                                  param_hint="--fabricd")
-    cfg = TorchConfig(model=model, parallel=parallel, epochs=epochs, batch=batch, lr=lr,
-                      seed=seed)
+    cfg = TorchConfig(model=model, parallel=parallel, epochs=epochs, batch=batch, steps=steps,
+                      lr=lr, seed=seed)
     try:
         rows = torch_launch.torch_all(
             [h.ip for h in hosts], [h.name for h in hosts], cfg, algo_list,

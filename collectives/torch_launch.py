@@ -1,13 +1,13 @@
 """The launcher's side of a PyTorch training job (`python -m collectives torchrun`): the same
 script (collectives.torch_train: seed, data order, epochs) once on PyTorch's `gloo` over
 loopback, the reference, and once per mlfabric all-reduce (ring, NetReduce, SwitchML, each
-in-network job set up by fabricd and removed after it), or under FSDP once per Allgather
-(ring, multicast: a group fabricd sets up). Then the runs side by side: a table with each
+in-network job set up by fabricd and removed after it; one launch for all), or under FSDP
+once per Allgather (ring, multicast: a group fabricd sets up; a launch each). Then the runs side by side: a table with each
 step's time, its all-reduce time and the link-rate bound of that all-reduce, and a PNG."""
 from __future__ import annotations
 
 import tempfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -16,36 +16,12 @@ import numpy as np
 
 from controller.proto import fabric_pb2 as api
 from controller.proto import fabric_pb2_grpc
-from fabricmodel import rocev2
 from figures import png
 from figures.text import format_table
 
-from . import switchml as sml
 from .launch import LaunchError, launch
-from .netreduce import PKT_BYTES
 from .torch_train import TorchConfig, make_model, parameters
-from .train_launch import allreduce_options
-
-HEADERS = rocev2.FRAME_OVERHEAD + rocev2.BTH_BYTES
-
-
-def allreduce_bound_s(algo: str, elements: int, ranks: int, link_mbps: float,
-                      mtu: int = 1024) -> float:
-    """The time one all-reduce of `elements` float32 takes at the hosts' link rate: the bytes
-    each rank must send (and receive) on its link. Ring and halving-doubling send 2(N-1)/N of
-    the vector; NetReduce and SwitchML the vector once (the switch returns the sum), in
-    packets of 1 KiB of int32 (NetReduce) or 32 values (SwitchML, 198-byte frames). NetReduce
-    over ring: N/(2(N-1)), 0.57 at 8 ranks."""
-    data = elements * 4
-    if algo in ("ring", "halving-doubling", "gloo"):
-        wire = 2 * (ranks - 1) / ranks * data * (1 + HEADERS / mtu)
-    elif algo == "netreduce":
-        wire = data * (1 + HEADERS / PKT_BYTES)
-    elif algo == "switchml":
-        wire = data * sml.FRAME_BYTES / (4 * sml.K)
-    else:
-        raise ValueError(f"no bound for all-reduce {algo!r}")
-    return wire * 8 / (link_mbps * 1e6)
+from .train_launch import allreduce_bound_s, allreduce_options
 
 
 @contextmanager
@@ -67,22 +43,30 @@ def multicast_group(fabricd: str | None, workers: list[str], name: str = "torch-
             stub.DeleteMulticastGroup(api.NameRequest(name=name), timeout=60)
 
 
-def _interface_bytes(namespaces: list[str | None], ips: list[str]) -> int | None:
-    """Bytes the ranks' interfaces have sent so far (the fabric's host links), or None where
-    an address is on no interface of its namespace (ranks on loopback)."""
-    import subprocess
-
-    from .launch import interface_of
-    try:
-        places = {(interface_of(ip, ns), ns) for ip, ns in zip(ips, namespaces, strict=True)}
-    except LaunchError:
+def switch_bytes(fabricd: str | None) -> int | None:
+    """Bytes the fabric's switches have received so far on all their ports (their counters,
+    through fabricd: every hop of a packet counts), or None without fabricd."""
+    if not fabricd:
         return None
-    total = 0
-    for dev, ns in places:
-        path = f"/sys/class/net/{dev}/statistics/tx_bytes"
-        cmd = ["ip", "netns", "exec", ns, "cat", path] if ns else ["cat", path]
-        total += int(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-    return total
+    with grpc.insecure_channel(fabricd) as channel:
+        stub = fabric_pb2_grpc.FabricStub(channel)
+        try:
+            switches = stub.GetTopology(api.Empty(), timeout=60).switches
+            return sum(p.rx_bytes for sw in switches for p in stub.GetCounters(
+                api.SwitchRequest(switch=sw.name), timeout=60).ports)
+        except grpc.RpcError as err:
+            raise LaunchError(f"fabricd at {fabricd} did not give the switches' counters: "
+                              f"{err.code().name}: {err.details()}") from None
+
+
+def launches(cfg: TorchConfig, algos, allgathers, reference: bool) -> list[list[tuple]]:
+    """The runs (tag, run), by launch: gloo's alone (loopback); DDP's mlfabric runs in one
+    launch (the ranks start and join the fabric once, a process group per run); FSDP's
+    each in a launch of its own, so that the switches' counters tell their bytes apart."""
+    out = [[("gloo", {"backend": "gloo"})]] if reference else []
+    if cfg.parallel == "ddp":
+        return out + [[(a, {"backend": "mlfabric", "algo": a}) for a in algos]]
+    return out + [[(f"fsdp-{g}", {"backend": "mlfabric", "allgather": g})] for g in allgathers]
 
 
 def torch_all(ips: list[str], workers: list[str], cfg: TorchConfig, algos=("ring",), *,
@@ -91,26 +75,21 @@ def torch_all(ips: list[str], workers: list[str], cfg: TorchConfig, algos=("ring
               transport: dict | None = None, port: int = 18515, out_dir: Path | None = None,
               timeout: float = 1800.0, step_timeout: float = 120.0) -> list[dict]:
     """The runs (gloo first when `reference`, then each all-reduce in `algos` or, under FSDP,
-    each Allgather in `allgathers`) on the ranks `ips` (hosts `workers`, rank order). Every
-    row carries `tx_bytes`, what the ranks' interfaces sent during its run, and, against the
-    first run, `max_param_diff` (parameters after the same epoch) and `step1_diff` (after the
+    each Allgather in `allgathers`) on the ranks `ips` (hosts `workers`, rank order), launched
+    as `launches` groups them. Every mlfabric row carries `bytes_injected` (its rank's
+    transport, that epoch), a run launched alone `switch_bytes`, and, against the first
+    run, `max_param_diff` (parameters after the same epoch) and `step1_diff` (after the
     first step)."""
     namespaces = namespaces or [None] * len(ips)
-    runs: list[tuple[str, dict]] = []
-    if reference:
-        runs.append(("gloo", {"backend": "gloo"}))
-    if cfg.parallel == "ddp":
-        runs += [(a, {"backend": "mlfabric", "algo": a}) for a in algos]
-    else:
-        runs += [(f"fsdp-{g}", {"backend": "mlfabric", "allgather": g}) for g in allgathers]
+    groups = launches(cfg, algos, allgathers, reference)
     rows = []
     with tempfile.TemporaryDirectory(prefix="torch-") as tmp:
         out = Path(out_dir or tmp)
         out.mkdir(parents=True, exist_ok=True)
-        for tag, run in runs:
-            rows += _one(tag, run, ips, workers, cfg, namespaces, fabricd, link_mbps,
-                         transport, port, out, timeout, step_timeout)
-        first = runs[0][0]
+        for runs in groups:
+            rows += _launch(runs, ips, workers, cfg, namespaces, fabricd, link_mbps, transport,
+                            port, out, timeout, step_timeout)
+        first = groups[0][0][0]
         for r in rows:
             ref = np.load(out / f"{first}_params_epoch{r['epoch']}.npy")
             r["max_param_diff"] = float(np.abs(np.load(
@@ -126,31 +105,42 @@ def torch_all(ips: list[str], workers: list[str], cfg: TorchConfig, algos=("ring
     return rows
 
 
-def _one(tag, run, ips, workers, cfg, namespaces, fabricd, link_mbps, transport, port, out,
-         timeout, step_timeout) -> list[dict]:
-    spec = run | {"tag": tag, "train": asdict(cfg)}
-    if run["backend"] == "gloo":
-        return launch(["127.0.0.1"] * len(ips), [spec], port=port, out_dir=out,
-                      timeout=timeout, program="collectives.torch_train")
-    link = {"link_mbps": link_mbps} if link_mbps else {}
-
-    def go(options: dict) -> list[dict]:
-        before = _interface_bytes(namespaces, ips)
-        got = launch(ips, [spec | {"options": options}], namespaces=namespaces,
-                     transport=transport, port=port, out_dir=out, timeout=timeout,
-                     step_timeout=step_timeout, program="collectives.torch_train")
-        after = _interface_bytes(namespaces, ips)
-        if before is None or after is None:
-            return got
-        return [r | {"tx_bytes": after - before} for r in got]
-
+@contextmanager
+def _run_options(tag: str, run: dict, fabricd: str | None, workers: list[str],
+                 link_mbps: float | None):
+    """The run's algorithm options: its multicast group or its in-network all-reduce's job,
+    which fabricd sets up for the run and removes after it."""
     if run.get("allgather") == "multicast":
-        with multicast_group(fabricd, workers) as address:
-            return go({"multicast": {"group": address} | link})
+        with multicast_group(fabricd, workers, name=f"torch-{tag}") as address:
+            yield {"multicast": {"group": address} | (
+                {"link_mbps": link_mbps} if link_mbps else {})}
+        return
     algo = run.get("algo", "ring")
     with allreduce_options(algo if algo in ("netreduce", "switchml") else "ring", fabricd,
                            workers, link_mbps, name=f"torch-{tag}") as options:
-        return go({algo: options} if options else {})
+        yield {algo: options} if options else {}
+
+
+def _launch(runs, ips, workers, cfg, namespaces, fabricd, link_mbps, transport, port, out,
+            timeout, step_timeout) -> list[dict]:
+    """One launch of `runs` (one backend); a run launched alone carries `switch_bytes`, what
+    the switches received meanwhile."""
+    specs = [run | {"tag": tag, "train": asdict(cfg)} for tag, run in runs]
+    if specs[0]["backend"] == "gloo":
+        return launch(["127.0.0.1"] * len(ips), specs, port=port, out_dir=out,
+                      timeout=timeout, program="collectives.torch_train")
+    with ExitStack() as jobs:
+        for spec in specs:
+            spec["options"] = jobs.enter_context(_run_options(spec["tag"], spec, fabricd,
+                                                              workers, link_mbps))
+        before = switch_bytes(fabricd)
+        got = launch(ips, specs, namespaces=namespaces, transport=transport, port=port,
+                     out_dir=out, timeout=timeout, step_timeout=step_timeout,
+                     program="collectives.torch_train")
+        after = switch_bytes(fabricd)
+    if before is None or len(specs) > 1:
+        return got
+    return [r | {"switch_bytes": after - before} for r in got]
 
 
 def step1_bound(algo: str, ranks: int, grad_absmax: float, lr: float,
@@ -188,10 +178,12 @@ def _mean_ms(epochs: list[dict], key: str) -> float:
     return float(np.mean([e[key] for e in epochs if e["steps"]])) * 1e3
 
 
-def table(rows: list[dict], link_mbps: float | None = None) -> str:
+def table(rows: list[dict], link_mbps: float | None = None, mtu: int = 1024) -> str:
     """One line per run: its last epoch, ms per step, the collectives' ms per step (DDP:
     all-reduce; FSDP: Allgather and reduce-scatter) and, at `link_mbps`, the all-reduce's
-    bound per step; each accuracy against the first run's (gloo's, the reference)."""
+    bound per step (ring in packets of `mtu`); bytes rank 0's transport injected and, for a run launched alone, the
+    bytes every switch port received; each accuracy against the first run's (gloo's, the
+    reference)."""
     runs = _by_tag(rows)
     first = next(iter(runs.values()))[-1] if runs else None
     model = make_model(first["config"]["model"]) if first else None
@@ -203,20 +195,23 @@ def table(rows: list[dict], link_mbps: float | None = None) -> str:
         comm = (_mean_ms(epochs, "allgather_s") + _mean_ms(epochs, "reduce_scatter_s")
                 if fsdp else _mean_ms(epochs, "allreduce_s"))
         algo = "gloo" if last["backend"] == "gloo" else last["algo"]
-        bound = (f"{allreduce_bound_s(algo, elements, last['ranks'], link_mbps) * 1e3:.1f}"
+        bound = (f"{allreduce_bound_s(algo, elements, last['ranks'], link_mbps, mtu) * 1e3:.1f}"
                  if link_mbps and not fsdp and last["backend"] != "gloo" else "-")
         lines.append([tag, last["config"]["parallel"], str(last["ranks"]), str(last["epoch"]),
                       f"{last['train_loss']:.4f}", f"{last['test_accuracy'] * 100:.2f}",
                       f"{(last['test_accuracy'] - first['test_accuracy']) * 100:+.2f}",
                       f"{_mean_ms(epochs, 'step_s'):.1f}",
                       f"{comm:.1f}" if last["backend"] != "gloo" else "-", bound,
-                      f"{last.get('tx_bytes', 0) / 1e6:.1f}" if "tx_bytes" in last else "-",
+                      f"{sum(e.get('bytes_injected', 0) for e in epochs) / 1e6:.2f}"
+                      if last["backend"] != "gloo" else "-",
+                      f"{last['switch_bytes'] / 1e6:.2f}" if "switch_bytes" in last else "-",
                       f"{last.get('max_param_diff', 0):.1e}",
                       f"{last['step1_diff']:.1e} <= {last['step1_bound']:.1e}"
                       if "step1_diff" in last else "-"])
     return format_table(["run", "parallel", "ranks", "epochs", "train loss", "test acc %",
                          f"vs {next(iter(runs), '-')} (pp)", "ms/step", "ms collective/step",
-                         "bound ms", "MB sent", "max |param - ref|", "after step 1 (bound)"], lines)
+                         "bound ms", "MB injected/rank", "MB into switches",
+                         "max |param - ref|", "after step 1 (bound)"], lines)
 
 
 def plot(rows: list[dict], path: Path, title: str) -> None:

@@ -91,7 +91,7 @@ def train(comm: Communicator, allreduce, cfg: TrainConfig,
 
 def _epoch_row(model: MLP, data, epoch: int, steps: int, step_s: float,
                reduce_s: float) -> dict:
-    return {"epoch": epoch, "steps": steps,
+    return {"epoch": epoch, "steps": steps, "params": int(model.params.size),
             "train_loss": model.loss(data.x_train, data.y_train),
             "test_loss": model.loss(data.x_test, data.y_test),
             "train_accuracy": model.accuracy(data.x_train, data.y_train),

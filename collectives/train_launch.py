@@ -14,14 +14,36 @@ import numpy as np
 
 from controller.proto import fabric_pb2 as api
 from controller.proto import fabric_pb2_grpc
+from fabricmodel import rocev2
 from figures import png
 from figures.text import format_table
 
 from . import switchml as sml
 from .launch import LaunchError, launch
+from .netreduce import PKT_BYTES
 from .train import ALGOS, TrainConfig, params_file
 
 SWITCHML_SLOTS = 16            # fabricctl's default, where no link rate sizes the pool
+HEADERS = rocev2.FRAME_OVERHEAD + rocev2.BTH_BYTES
+
+
+def allreduce_bound_s(algo: str, elements: int, ranks: int, link_mbps: float,
+                      mtu: int = 1024) -> float:
+    """The time one all-reduce of `elements` float32 takes at the hosts' link rate: the bytes
+    each rank must send (and receive) on its link. Ring and halving-doubling send 2(N-1)/N of
+    the vector in packets of `mtu`; NetReduce and SwitchML the vector once (the switch returns
+    the sum), in packets of 1 KiB of int32 (NetReduce) or 32 values (SwitchML, 198-byte
+    frames). NetReduce over ring: N/(2(N-1)) of the payload, 0.57 at 8 ranks."""
+    data = elements * 4
+    if algo in ("ring", "halving-doubling", "gloo"):
+        wire = 2 * (ranks - 1) / ranks * data * (1 + HEADERS / mtu)
+    elif algo == "netreduce":
+        wire = data * (1 + HEADERS / PKT_BYTES)
+    elif algo == "switchml":
+        wire = data * sml.FRAME_BYTES / (4 * sml.K)
+    else:
+        raise ValueError(f"no bound for all-reduce {algo!r}")
+    return wire * 8 / (link_mbps * 1e6)
 
 
 @contextmanager
@@ -85,19 +107,20 @@ def train_all(ips: list[str], workers: list[str], cfg: TrainConfig, algos=ALGOS,
     return rows
 
 
-def _by_algo(rows: list[dict]) -> dict[str, list[dict]]:
-    """Rank 0's epoch rows per algorithm (every rank holds the same model), in epoch order."""
-    out: dict[str, list[dict]] = {}
-    for r in sorted((r for r in rows if r["rank"] == 0), key=lambda r: r["epoch"]):
-        out.setdefault(r["algo"], []).append(r)
+def _runs(rows: list[dict]) -> dict[tuple[int, str], list[dict]]:
+    """Rank 0's epoch rows per (model size, algorithm) (every rank holds the same model), in
+    epoch order; smaller models first."""
+    out: dict[tuple[int, str], list[dict]] = {}
+    for r in sorted((r for r in rows if r["rank"] == 0), key=lambda r: (r["params"], r["epoch"])):
+        out.setdefault((r["params"], r["algo"]), []).append(r)
     return out
 
 
 def consistent(rows: list[dict]) -> bool:
     """Every rank of each run ended every epoch with the same parameters (bit for bit)."""
-    digests: dict[tuple[str, int], set[str]] = {}
+    digests: dict[tuple, set[str]] = {}
     for r in rows:
-        digests.setdefault((r["algo"], r["epoch"]), set()).add(r["digest"])
+        digests.setdefault((r["params"], r["algo"], r["epoch"]), set()).add(r["digest"])
     return all(len(d) == 1 for d in digests.values())
 
 
@@ -106,23 +129,29 @@ def _per_step_ms(epochs: list[dict], key: str) -> float:
     return float(np.mean(trained)) * 1e3
 
 
-def table(rows: list[dict]) -> str:
-    runs = _by_algo(rows)
-    ring = runs.get("ring", [None])[-1]
+def table(rows: list[dict], link_mbps: float | None = None, mtu: int = 1024) -> str:
+    """One line per model and all-reduce: its last epoch against ring's on the same model,
+    ms per step and per all-reduce; with `link_mbps` the all-reduce's link-rate bound
+    (allreduce_bound_s, ring in packets of `mtu`) and ring's step time over this run's."""
+    runs = _runs(rows)
     lines = []
-    for algo, epochs in runs.items():
-        last = epochs[-1]
+    for (params, algo), epochs in runs.items():
+        last, ring = epochs[-1], runs.get((params, "ring"), [None])[-1]
         vs = (f"{(last['test_accuracy'] - ring['test_accuracy']) * 100:+.2f}"
               if ring else "-")
         diff = last.get("max_param_diff")
-        lines.append([algo, str(last["ranks"]), str(last["epoch"]), f"{last['train_loss']:.4f}",
-                      f"{last['test_accuracy'] * 100:.2f}", vs,
-                      f"{_per_step_ms(epochs, 'step_s'):.1f}",
-                      f"{_per_step_ms(epochs, 'allreduce_s'):.1f}",
+        step = _per_step_ms(epochs, "step_s")
+        bound = (f"{allreduce_bound_s(algo, params, last['ranks'], link_mbps, mtu) * 1e3:.1f}"
+                 if link_mbps else "-")
+        lines.append([f"{params:,}", algo, str(last["ranks"]), str(last["epoch"]),
+                      f"{last['train_loss']:.4f}", f"{last['test_accuracy'] * 100:.2f}", vs,
+                      f"{step:.1f}", f"{_per_step_ms(epochs, 'allreduce_s'):.1f}", bound,
+                      f"{_per_step_ms(runs[params, 'ring'], 'step_s') / step:.2f}x"
+                      if ring else "-",
                       f"{diff:.1e}" if diff is not None else "-"])
-    return format_table(["all-reduce", "ranks", "epochs", "train loss", "test acc %",
-                         "vs ring (pp)", "ms/step", "ms all-reduce/step",
-                         "max |param - ring's|"], lines)
+    return format_table(["parameters", "all-reduce", "ranks", "epochs", "train loss",
+                         "test acc %", "vs ring (pp)", "ms/step", "ms all-reduce/step",
+                         "bound ms", "ring's step / this", "max |param - ring's|"], lines)
 
 
 STYLES = {"ring": ("-", "o", "C0"), "netreduce": ("--", "s", "C1"), "switchml": (":", "^", "C2")}
@@ -130,8 +159,8 @@ STYLES = {"ring": ("-", "o", "C0"), "netreduce": ("--", "s", "C1"), "switchml": 
 
 def plot(rows: list[dict], path: Path, title: str) -> None:
     """Loss, test accuracy and the parameters' distance from ring's per epoch, one line per
-    all-reduce, and the time per step (all-reduce and the rest)."""
-    runs = _by_algo(rows)
+    all-reduce, and the time per step (all-reduce and the rest); rows of one model."""
+    runs = {algo: epochs for (_, algo), epochs in _runs(rows).items()}
     fig, axes = png.subplots(2, 2, figsize=(11, 7.5))
     (loss_ax, acc_ax), (diff_ax, time_ax) = axes
     for algo, epochs in runs.items():

@@ -1,6 +1,7 @@
 """The training workload without a fabric: the digits split, the MLP's gradient against finite
 differences, and that a data-parallel step (mean of the ranks' gradients) is the step of the
-whole batch; the training command's argument checks."""
+whole batch; the training table's link-rate bounds per model; the training command's argument
+checks."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,6 +11,7 @@ from click.testing import CliRunner
 from collectives.cli import main
 from collectives.mlp import MLP, digits, digits_table
 from collectives.train import TrainConfig, allreduce_of
+from collectives.train_launch import allreduce_bound_s, table
 
 
 def test_digits_split_is_disjoint_and_seeded():
@@ -76,3 +78,34 @@ def test_bad_training_configurations_are_refused():
 def test_train_command_refuses_bad_arguments_before_anything_starts(args, message):
     res = CliRunner().invoke(main, ["train", *args])
     assert res.exit_code == 2 and message in res.output, res.output
+
+
+def test_train_bound_puts_netreduce_at_n_over_2n_minus_1_of_ring():
+    n, elements = 8, 230_410
+    ring = allreduce_bound_s("ring", elements, n, 20.0, mtu=4096)
+    nr = allreduce_bound_s("netreduce", elements, n, 20.0)
+    # payload ratio N/(2(N-1)) = 0.571, NetReduce's 1 KiB packets carrying more headers
+    assert 0.571 < nr / ring < 0.571 * 1.06
+    assert ring == pytest.approx(2 * 7 / 8 * elements * 4 * (1 + 58 / 4096) * 8 / 20e6, rel=0.01)
+    with pytest.raises(ValueError, match="no bound for all-reduce 'direct'"):
+        allreduce_bound_s("direct", elements, n, 20.0)
+
+
+def _rows(params: int, algo: str, step_s: float, accuracy: float) -> list[dict]:
+    base = {"params": params, "algo": algo, "rank": 0, "ranks": 8, "train_loss": 0.1,
+            "test_accuracy": accuracy, "allreduce_s": step_s * 0.9, "digest": "x"}
+    return [base | {"epoch": 0, "steps": 0, "step_s": 0.0},
+            base | {"epoch": 1, "steps": 11, "step_s": step_s}]
+
+
+def test_train_table_holds_both_models_each_against_its_own_ring():
+    rows = (_rows(2_410, "ring", 0.020, 0.90) + _rows(2_410, "netreduce", 0.025, 0.90)
+            + _rows(230_410, "ring", 0.800, 0.95) + _rows(230_410, "netreduce", 0.500, 0.94))
+    lines = table(rows, link_mbps=20.0, mtu=4096).splitlines()
+    small_nr = next(line for line in lines if line.startswith("2,410") and "netreduce" in line)
+    wide_nr = next(line for line in lines if line.startswith("230,410") and "netreduce" in line)
+    assert "0.80x" in small_nr and "1.60x" in wide_nr         # ring's step over this one's
+    assert "-1.00" in wide_nr                                 # pp from the wide model's ring
+    bound = f"{allreduce_bound_s('netreduce', 230_410, 8, 20.0) * 1e3:.1f}"
+    assert bound in wide_nr
+    assert f"{allreduce_bound_s('netreduce', 2_410, 8, 20.0) * 1e3:.1f}" in small_nr
