@@ -24,6 +24,14 @@ from collectives.train import TrainConfig
 from collectives.train_launch import consistent, plot, table, train_all
 from results.record import save_output
 
+try:                      # the PyTorch job needs PyTorch; the rest of the demo runs without it
+    from collectives import torch_launch
+    from collectives.torch_train import TorchConfig
+    NO_TORCH = ""
+except ImportError as exc:
+    torch_launch = TorchConfig = None
+    NO_TORCH = str(exc)
+
 ACCURACY_PP = 1.0        # the in-network runs' test accuracy may differ from ring's by this
 TORCH_EPOCHS = 3         # the CNN: 33 steps of 8 x 16 samples, 95 % test accuracy
 # The wide MLP: 64 -> 3,072 -> 10, 230,410 parameters (>= 200k: bandwidth-bound at part
@@ -64,13 +72,8 @@ def experiment(fab, cfg: TrainConfig, png: Path) -> list[dict]:
 def torch_experiment(fab, cfg: TrainConfig, png: Path) -> list[dict]:
     """The PyTorch CNN under DDP over gloo (loopback), then mlfabric with ring, NetReduce and
     SwitchML; its rows (they carry a "tag"), none where PyTorch is missing."""
-    try:
-        from collectives.torch_launch import plot as torch_plot
-        from collectives.torch_launch import table as torch_table
-        from collectives.torch_launch import torch_all
-        from collectives.torch_train import TorchConfig
-    except ImportError as exc:
-        click.echo(f"demo: no PyTorch here ({exc}): the PyTorch training run is skipped")
+    if torch_launch is None:
+        click.echo(f"demo: no PyTorch here ({NO_TORCH}): the PyTorch training run is skipped")
         return []
     ranks = fab.ranks
     names = [h.name for h in ranks.hosts]
@@ -78,18 +81,18 @@ def torch_experiment(fab, cfg: TrainConfig, png: Path) -> list[dict]:
     click.echo(f"demo: PyTorch DDP, the digits CNN on {len(names)} ranks, {tcfg.epochs} epochs, "
                f"batch {tcfg.batch} per rank: gloo (loopback), then mlfabric ring, NetReduce "
                f"and SwitchML")
-    rows = torch_all([ranks.ip[n] for n in names], names, tcfg,
+    rows = torch_launch.torch_all([ranks.ip[n] for n in names], names, tcfg,
                      ("ring", "netreduce", "switchml"), namespaces=[ranks.ns[n] for n in names],
                      fabricd=fab.fabricd.address, link_mbps=fab.link_mbps,
                      transport=ranks.transport, out_dir=png.parent / "torch-run")
     title = (f"PyTorch DDP over the fabric: the digits CNN ({len(names)} ranks, seed "
              f"{tcfg.seed}), the last epoch of each run, mean time per step, the all-reduce's "
              f"link-rate bound at {fab.link_mbps:g} Mbit/s")
-    text = torch_table(rows, fab.link_mbps, ranks.transport.get("mtu", 1024))
+    text = torch_launch.table(rows, fab.link_mbps, ranks.transport.get("mtu", 1024))
     click.echo(f"\n{title}\n")
     click.echo(text)
     save_output(png.parent / "tables", "demo-train-torch", title, text)
-    torch_plot(rows, png, f"PyTorch DDP, digits CNN on {len(names)} ranks, links "
+    torch_launch.plot(rows, png, f"PyTorch DDP, digits CNN on {len(names)} ranks, links "
                           f"{fab.link_mbps:g} Mbit/s, batch {tcfg.batch} per rank")
     click.echo(f"demo: PyTorch training curves in {png}; execution traces in "
                f"{png.parent / 'torch-run'}")
@@ -107,10 +110,9 @@ def summary_rows(rows: list[dict]) -> list[list[str]]:
 
 
 def _torch_rows(rows: list[dict]) -> list[list[str]]:
-    from collectives.torch_launch import consistent
     end = max(r["epoch"] for r in rows)
     last = {r["tag"]: r for r in rows if r["rank"] == 0 and r["epoch"] == end}
-    agree = consistent(rows)
+    agree = torch_launch.consistent(rows)
     out = []
     for tag, r in last.items():
         per_step = [x["allreduce_s"] for x in rows if x["tag"] == tag and x["rank"] == 0
