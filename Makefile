@@ -10,8 +10,14 @@ TARGET ?= p4switch
 setup:
 	@bash scripts/setup.sh
 
+# The suite in two runs: the tests that need no namespace, Mininet, eBPF program or long
+# fabric (tests/README.md's markers) on two workers, a test file per worker at a time; then
+# the others one at a time, no two fabrics sharing the cores. Fails if either run fails.
+MARKED := netns or mininet or ebpf or slow
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not ($(MARKED))"; quick=$$?; \
+	$(PY) -m pytest -q -m "$(MARKED)"; marked=$$?; \
+	exit $$(( quick ? quick : marked ))
 
 demo: setup
 	$(PY) mininet/demo.py --target $(TARGET)
