@@ -97,10 +97,23 @@ def cpu_per_packet(hosts: int) -> tuple[float, dict]:
     return (time.process_time() - cpu) * 1e6 / row["packets"], row
 
 
+def train_iterations(gpus: int) -> None:
+    wall, row = gpt_iteration(gpus)
+    seg = row["segment"]
+    print(f"GPT-3 13B, {gpus} GPUs, one policy: {wall:.1f} s wall (iteration "
+          f"{row['iteration_s'] * 1e3:.1f} ms at {seg // 1024} KiB segments, "
+          f"{row['events']:,} events; target at most 60 s)")
+    fine_wall, fine = gpt_iteration(gpus, f"{seg // 4 // 1024}KiB")
+    print(f"  at {seg // 4 // 1024} KiB segments: iteration {fine['iteration_s'] * 1e3:.1f} ms "
+          f"({row['iteration_s'] / fine['iteration_s'] - 1:+.2%} from it), {fine_wall:.1f} s "
+          f"wall")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="16 and 64 hosts instead")
     ap.add_argument("--no-1024", action="store_true", help="skip the 1,024-host tables")
+    ap.add_argument("--no-train", action="store_true", help="skip the GPT-3 iterations")
     ap.add_argument("--htsim-us-per-packet", type=float,
                     help="htsim's CPU microseconds per data packet on the same all-to-all")
     args = ap.parse_args()
@@ -137,16 +150,8 @@ def main() -> None:
         print(f"the {big}-host table: Dask on 2 workers {two:.0f} s, one process {one:.0f} s "
               f"({one / two:.2f}x; target at least 1.00x)")
 
-    gpus = 64 if args.quick else 256
-    wall, row = gpt_iteration(gpus)
-    seg = row["segment"]
-    print(f"GPT-3 13B, {gpus} GPUs, one policy: {wall:.1f} s wall (iteration "
-          f"{row['iteration_s'] * 1e3:.1f} ms at {seg // 1024} KiB segments, "
-          f"{row['events']:,} events; target at most 60 s)")
-    fine_wall, fine = gpt_iteration(gpus, f"{seg // 4 // 1024}KiB")
-    print(f"  at {seg // 4 // 1024} KiB segments: iteration {fine['iteration_s'] * 1e3:.1f} ms "
-          f"({row['iteration_s'] / fine['iteration_s'] - 1:+.2%} from it), {fine_wall:.1f} s "
-          f"wall")
+    if not args.no_train:
+        train_iterations(64 if args.quick else 256)
 
     us, row = cpu_per_packet(small)
     line = (f"CPU per simulated data packet ({small}-host all-to-all, 1 MiB per flow, ecmp): "
