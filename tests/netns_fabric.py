@@ -14,6 +14,7 @@ from pyroute2 import IPRoute
 
 from fabricmodel.topology import load
 from p4switch.device.process import SwitchProcess
+from tests.conftest import NetnsFactory
 from tests.fabricd_process import compile_fabric
 from tests.targets import BMv2Process
 
@@ -178,6 +179,24 @@ def quiet(ns: str) -> None:
     """No IPv6 on new interfaces: the kernel's own ND/MLD frames would show in the counters."""
     for knob in ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"):
         sh(ns, "sysctl", "-qw", knob, check=False)
+
+
+def leaf_spine(name: str, hosts_per_leaf: int, leaves: int = 2, spines: int = 1) -> str:
+    """A leaf-spine topology file's text."""
+    return (f"name: {name}\nkind: leaf-spine\nleaves: {leaves}\nspines: {spines}\n"
+            f"hosts_per_leaf: {hosts_per_leaf}\n")
+
+
+def module_fabric(tmp_path_factory, topology_yaml: str, name: str):
+    """A module-scoped fixture's body: yields (the Fabric, its topology file) and tears the
+    fabric and its namespaces down after the module."""
+    factory = NetnsFactory()
+    tmp = tmp_path_factory.mktemp(name)
+    try:
+        for fab in build(factory, tmp, topology_yaml):
+            yield fab, tmp / "topology.yaml"
+    finally:
+        factory.cleanup()
 
 
 def build(netns_factory, tmp_path: Path, topology_yaml: str, queue_depth: int | None = None,
