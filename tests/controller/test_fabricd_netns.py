@@ -6,10 +6,14 @@ import subprocess
 import sys
 import threading
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
+from fabricmodel import hashing, rocev2
+from fabricmodel.routing import Routing
+from fabricmodel.topology import load
 from tests.netns_fabric import build, sh
 
 REPO = Path(__file__).resolve().parents[2]
@@ -124,20 +128,44 @@ def net(netns_factory, tmp_path):
     yield from build(netns_factory, tmp_path, TOPO.read_text())
 
 
+topo = load(TOPO)
+
+
+def salted_elsewhere(src: str, dst: str, count: int) -> list[tuple[str, str, int, list[str]]]:
+    """`count` flows (src, dst, sport, path by the model) from the lowest RoCE source ports
+    whose member at the source's leaf differs between its salt and no salt."""
+    s, d = topo.host(src), topo.host(dst)
+    group = Routing(topo).group(s.leaf, d.leaf)
+    out = []
+    for sport in range(rocev2.SPORT_MIN, rocev2.SPORT_MAX):
+        pick = [hashing.ecmp_member(s.ip, d.ip, rocev2.UDP, sport, rocev2.ROCEV2_PORT,
+                                    len(group), salt)
+                for salt in (hashing.switch_salt(s.leaf), 0)]
+        if pick[0] != pick[1]:
+            out.append((src, dst, sport, [s.leaf, group[pick[0]].dst, d.leaf]))
+            if len(out) == count:
+                return out
+    raise AssertionError("no source port tells the salts apart")
+
+
 def test_routes_steps_groups_and_link_failure_on_the_data_plane(net):
     hosts, ctl = net.hosts, net.fabricctl
     assert ping(hosts["h1"], net.ip("h2"))          # same leaf
     assert ping(hosts["h1"], net.ip("h3"))          # across a spine
     assert ping(hosts["h4"], net.ip("h2"))
-    # Ethereal's source ports steer the fabric's own ECMP hash onto the planned spines.
+    # Ethereal's source ports steer the fabric's own ECMP hash onto the planned spines, and
+    # ports that the leaf's salt sends elsewhere than an unsalted hash would leave where the
+    # model says: fabricd wrote every switch's salt (hashing.switch_salt).
     plan = json.loads(ctl("--json", "step", "install", "s", "--flow", "h1:h3:8192",
                           "--flow", "h2:h4:8192").stdout)
-    for sub in plan["subflows"]:
-        spine = sub["path"][1]
-        before = forwarded(ctl, spine)[2]
-        send_udp(hosts[sub["src"]], net.ip(sub["src"]), sub["sport"], net.ip(sub["dst"]),
-                 4791, count=5)
-        assert counted(ctl, spine, 2, before + 5) == before + 5, (sub, spine)
+    flows = [(sub["src"], sub["dst"], sub["sport"], sub["path"]) for sub in plan["subflows"]]
+    flows += salted_elsewhere("h1", "h3", 3)
+    for src, dst, sport, path in flows:
+        hops = [(sw, topo.link(sw, nxt).port_of(sw)) for sw, nxt in pairwise(path)]
+        before = [forwarded(ctl, sw)[port] for sw, port in hops]
+        send_udp(hosts[src], net.ip(src), sport, net.ip(dst), 4791, count=5)
+        for (sw, port), had in zip(hops, before, strict=True):     # switch by switch
+            assert counted(ctl, sw, port, had + 5) == had + 5, (src, dst, sport, sw, port)
     # A multicast group: one packet from h1 reaches every other member, as unicast.
     group = json.loads(ctl("--json", "group", "create", "g", "h1", "h2", "h3").stdout)
     listeners = {h: Listener(hosts[h], 5000) for h in ("h1", "h2", "h3", "h4")}
