@@ -53,8 +53,8 @@ def fabric(tmp_path, compiled_fabric):
     finally:
         if daemon is not None:
             daemon.stop()
-        for sw in switches.values():
-            sw.stop()
+        with ThreadPoolExecutor(len(SWITCHES)) as pool:
+            list(pool.map(lambda sw: sw.stop(), switches.values()))
 
 
 def ctl(server, *args, expect=0):
