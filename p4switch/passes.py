@@ -30,6 +30,7 @@ What comes after the front end reads the `Program`: `p4info.build` (P4Info), `pi
 Python backend runs `Program.source`) and `native/` (which compiles the same source to C)."""
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from lark import Tree
@@ -58,12 +59,14 @@ class Unit:
     type_info: dict | None = None
 
 
-class Pass:
+class Pass(ABC):
+    """One step of the compiler: reads the Unit fields in `needs`, sets those in `gives`."""
+
     needs: tuple[str, ...] = ()
     gives: tuple[str, ...] = ()
 
-    def run(self, unit: Unit) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def run(self, unit: Unit) -> None: ...
 
 
 class Preprocess(Pass):
