@@ -1,6 +1,11 @@
 """`make demo` end to end, small: the script builds the fabric, runs every policy and idea and
-a one-epoch training run, prints the tables and writes the plots and the result rows."""
+a one-epoch training run, prints the tables and writes the plots and the result rows. The
+training run is the suite's in-network training test: the digits MLP on 8 ranks of part two's
+fabric with its gradients summed by ring, by NetReduce (a job over the leaves and a spine) and
+by SwitchML, same seed; the demo marks a run exact only where every rank ended every epoch
+with the same parameters and its test accuracy is within 1 percentage point of ring's."""
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -48,6 +53,25 @@ def test_demo_runs_every_policy_and_idea(tmp_path, target):
                  "Training the digits MLP over the fabric", "ms all-reduce/step",
                  "faithful", "leafspine-2x1-h4", "bound ms (busiest link)"):
         assert line in out.stdout, out.stdout[-3000:]
+    _assert_training(tmp_path / "tables" / "demo-ideas.jsonl")
+
+
+def _assert_training(ideas_table: Path) -> None:
+    """The ideas table's MLP training rows: every model trained over ring, and the small one
+    also over NetReduce and SwitchML, each exact (same parameters on every rank, within 1 pp
+    of ring's accuracy), and ring learned (10 classes: chance is 10 %)."""
+    rows = [json.loads(line) for line in ideas_table.read_text().splitlines()[1:]]
+    models: dict[str, dict[str, tuple[float, str]]] = {}
+    for idea, run, *_, exact, _faithful in rows:
+        if idea.startswith("Training (digits MLP"):
+            algo = run.split(":")[0]
+            accuracy = float(re.search(r"test accuracy ([\d.]+)%", run).group(1))
+            models.setdefault(idea, {})[algo] = (accuracy, exact)
+    assert models, rows
+    assert any({"ring", "netreduce", "switchml"} <= set(runs) for runs in models.values()), models
+    for runs in models.values():
+        assert all(exact == "yes" for _, exact in runs.values()), models
+        assert runs["ring"][0] > 30, models
 
 
 def _run(cmd: list[str], deadline: float) -> subprocess.CompletedProcess:
