@@ -19,6 +19,7 @@ import click
 # siblings in mininet/: the script's own directory is first on sys.path
 import part2
 from capture import PortCaptures, switch_interfaces
+from demo_options import IDEAS_LINK_MBPS, LINK_MBPS, SIZE, DemoOptions
 from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
 from failures import EXACT as FAILURE_EXACT
@@ -30,41 +31,19 @@ from ideas import HEAD as IDEAS_HEAD
 from ideas import Ranks
 from ideas import padded as ideas_padded
 from ideas import table as ideas_table
-from p4_switch import COMPILERS, MAX_LINK_MBPS, TARGETS, missing_tools
+from p4_switch import COMPILERS, TARGETS, missing_tools
 from report import HEADERS, MTU, plot, ratio_rows, table, table_rows
 
 from collectives.launch import LaunchError, policy_program
 from collectives.native import default_backend
-from collectives.runner import ALGORITHMS, elements_of
 from collectives.train import TrainConfig
 from collectives.transport import BACKENDS
 from fabricmodel import policies as lb_policies
-from fabricmodel.topology import TopologyError, load
-from figures.text import parse_size
 from p4switch.device.control import send_command
 from results.record import save_table
 
 ROOT = Path(__file__).resolve().parent.parent
 ECN_PACKETS = 32                       # fabricd's default queue-length threshold, in packets
-# The links' rate when neither --link-mbps nor the topology's link_mbps gives one: the fastest
-# measured at which the uncongested ring all-reduce stays within 1.1x of its link-rate bound
-# ("vs ideal", one launch per rate and policy, 2 cores shared with other sessions;
-# mininet/README.md, "The rate sweep"). With the native transport and MTU 4096 (report.MTU),
-# ECMP / Ethereal ran 1.06-1.07x / 1.06x at 96 Mbit/s with SIZE per rank (1.06-1.07x /
-# 1.08-1.10x at 2 MiB), 1.05x / 1.10x at 128 and 1.10-1.31x / 1.14-1.25x at 160 (2 MiB); at
-# 240 the switches' CPU bounds it (1.29x / 1.33x at 4 MiB). With the Python transport and 1 KiB
-# packets the rate was 24 Mbit/s.
-LINK_MBPS = 96.0
-# Bytes per rank: each step of a 4-rank ring then moves 256 packets of 4 KiB, so that filling
-# the store-and-forward pipeline of its four links (three packet times) costs 1 % of the step
-# at any rate; at 512 KiB it cost 9 %, and the ring ran 1.10x at 48 Mbit/s. On BMv2, whose
-# links run at most 2 Mbit/s (p4_switch.MAX_LINK_MBPS), 512 KiB keeps each run seconds long.
-SIZE = {"p4switch": "4MiB", "bmv2": "512KiB"}
-# Part two's rate by the same rule, on its own fabric (leafspine-4x4-h2, 8 ranks, 64 KiB per
-# rank): its ring all-reduce ran 1.11x / 1.16x (ECMP / Ethereal) at 20 Mbit/s and 1.36x /
-# 2.12x at 40, part two's own ring baseline 1.10x at 20 with every row exact; it ran at 2
-# with the Python transport and 1 KiB packets (mininet/README.md).
-IDEAS_LINK_MBPS = 20.0
 # Where a launch stays unfaithful after its re-runs (fidelity_watch.RETRIES), part one's rate is
 # lowered by SLOWER (at most LOWERINGS times) and the launch runs once more
 SLOWER = 0.5
@@ -72,36 +51,6 @@ LOWERINGS = 2
 # `--link-mbps auto`: the share of the machine's cores the emulation's per-packet work may
 # take at the calibrated rate (the rest is slack for the bursts a ratio to the bound must not see)
 HEADROOM = 0.75
-
-
-class Capture:
-    """What part one records beside its results: pcaps of every switch port, packet logs."""
-
-    def __init__(self, pcap: bool, switch_logs: bool) -> None:
-        self.pcap, self.switch_logs = pcap, switch_logs
-
-    def ports(self, net, directory: Path) -> PortCaptures | None:
-        return PortCaptures(switch_interfaces(net), directory).start() if self.pcap else None
-
-
-def _choices(text: str, known: tuple[str, ...], what: str) -> list[str]:
-    items = [t for t in text.split(",") if t]
-    bad = [t for t in items if t not in known]
-    if bad or not items:
-        raise click.BadParameter(f"unknown {what} {bad}; choose from {list(known)}")
-    return items
-
-
-def _collectives(text: str) -> list[tuple[str, str]]:
-    # the in-network ones need a group or an aggregation job: the ideas part sets those up
-    known = sorted(k for k in ALGORITHMS if k[1] not in ("multicast", "switchml", "netreduce"))
-    pairs = [tuple(t.split("/", 1)) for t in text.split(",") if t]
-    bad = [p for p in pairs if p not in known]
-    if bad or not pairs:
-        raise click.BadParameter(f"unknown collective/algo {['/'.join(p) for p in bad]}; "
-                                 f"choose from {['/'.join(k) for k in known]} (multicast "
-                                 f"Allgather and NetReduce run in the ideas part)")
-    return pairs
 
 
 def uplink_bytes(fabricd: Fabricd, topo) -> list[int]:
@@ -223,35 +172,12 @@ def _reps_line(policy: str) -> str:
             f"{t.acks_ece} ECN-Echo evictions of {t.acks_good + t.acks_ece} echoes")
 
 
-def chosen_policies(text: str | None) -> list[str]:
-    """--policies: the names given, each registered (fabricmodel.policies); every registered
-    policy when none is given."""
-    try:
-        return lb_policies.parse_list(text)
-    except ValueError as err:
-        raise click.BadParameter(str(err), param_hint="--policies") from None
-
-
 def gave_up(failed: list[list]) -> list[list]:
     """The failure table's rows (failures.FAILURE_HEAD) that ended inexact although their
     policy should have recovered: after an announced failure every policy should (fabricd
     routes around the link), after a silent one only those that move flows on a timeout."""
     return [f for f in failed if f[FAILURE_EXACT] == "NO" and
             (f[1] == "announced" or lb_policies.get(f[2]).survives_silent_failure)]
-
-
-def _link_rate(text: str) -> float | None:
-    """--link-mbps: None for auto, else a rate >= 0."""
-    if text == "auto":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is neither auto nor a rate in Mbit/s",
-                                 param_hint="--link-mbps") from None
-    if not value >= 0:
-        raise click.BadParameter(f"{text!r}: a rate is >= 0", param_hint="--link-mbps")
-    return value
 
 
 def _speed(mbps: float) -> str:
@@ -265,11 +191,6 @@ def _ecn_delay_us(mbps: float) -> int:
     a 1 KiB data packet, so the same data backlog marked twice as early under REPS.
     0 (unshaped links): fabricd's queue-length threshold."""
     return round(ECN_PACKETS * (MTU + HEADERS) * 8 / mbps) if mbps else 0
-
-
-def _drain_rto(depth: int, mbps: float) -> float:
-    """Twice the time a full queue of MTU packets takes to drain, at least 0.1 s."""
-    return max(0.1, 2 * depth * (MTU + HEADERS) * 8 / (mbps * 1e6)) if mbps else 0.1
 
 
 @click.command()
@@ -356,67 +277,38 @@ def _drain_rto(depth: int, mbps: float) -> float:
               "in OUT/logs/ (p4switch then runs its Python backend: slower).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=ROOT / "out", show_default=True)
-def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth, window,
-         ack_every, reliability, backend, min_rto, failures, failure_collective, ideas, train,
-         train_epochs, part_one, ideas_only, ideas_topology, ideas_size, ideas_link_mbps,
-         vclos_seeds, vclos_repeats, fidelity_retries, cli, pcap, switch_logs, out_dir):
+def main(**given):
     """Run collectives under the load-balancing policies on an emulated P4 fabric."""
-    missing = missing_tools(target)
+    opts = DemoOptions.parse(**given)
+    one, two, out_dir = opts.part_one, opts.part_two, opts.output.out_dir
+    missing = missing_tools(opts.target)
     if missing:
-        raise click.ClickException(f"--target {target} needs {' and '.join(missing)} on PATH "
-                                   f"(build BMv2 with PI and p4c), or run the demo on p4switch")
-    policy_list = chosen_policies(policies)
+        raise click.ClickException(f"--target {opts.target} needs {' and '.join(missing)} on "
+                                   f"PATH (build BMv2 with PI and p4c), or run the demo on "
+                                   f"p4switch")
     if os.geteuid() != 0:
         raise click.ClickException("Mininet needs root: run `sudo make demo`")
-    try:
-        topo = load(topology)
-    except TopologyError as err:
-        raise click.BadParameter(str(err), param_hint="--topology") from None
     try:                                      # the policies run in eBPF: say what is missing
-        for policy in policy_list:
+        for policy in one.policies:
             policy_program(policy)
     except LaunchError as err:
         raise click.ClickException(str(err)) from None
-    ideas_list = [i for i in _choices(ideas_only, part2.IDEAS, "part-two experiment")
-                  if train or i != "train"]
-    if ideas and not ideas_list:
-        raise click.UsageError("--no-train leaves part two nothing to run")
-    if not part_one and not ideas:
-        raise click.UsageError("--no-part-one --no-ideas leaves nothing to run")
-    (failure_pair,) = _collectives(failure_collective)
-    size = size or SIZE[target]
-    runs = [{"collective": c, "algo": a, "dtype": "int32", "elements": elements_of(parse_size(size), "int32")}
-            for c, a in _collectives(colls)]
-    link_mbps = _link_rate(link_mbps)
-    adapt_rate = link_mbps is None
-    if link_mbps is None:
-        link_mbps = topo.params.get("link_mbps") or LINK_MBPS
-        link_mbps = min(link_mbps, MAX_LINK_MBPS.get(target, link_mbps))
-    if ideas_link_mbps is None:
-        ideas_link_mbps = min(IDEAS_LINK_MBPS, MAX_LINK_MBPS.get(target, IDEAS_LINK_MBPS))
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows, failed = [], []
-    if part_one:
-        rows, failed = part_one_runs(target, topology, topo, link_mbps, queue_depth, window,
-                                     ack_every, reliability, min_rto, policy_list, runs,
-                                     repeat, failures, failure_pair, size, cli, out_dir,
-                                     Capture(pcap, switch_logs), backend=backend,
-                                     adapt_rate=adapt_rate, retries=fidelity_retries)
+    rows, failed = part_one_runs(opts) if one.enabled else ([], [])
     extra = []
-    if ideas:
+    if two.enabled:
         try:
-            extra = part2.run(ideas_topology, out_dir, ideas_link_mbps, queue_depth,
-                              target, COMPILERS[target],
-                              {"reliability": reliability, "mtu": MTU, "window": window,
-                               "ack_every": ack_every, "backend": backend,
-                               "min_rto": min_rto or _drain_rto(queue_depth, ideas_link_mbps)},
-                              elements_of(parse_size(ideas_size), "int32"), seeds=tuple(range(vclos_seeds)),
-                              repeats=vclos_repeats, ideas=tuple(ideas_list),
-                              train=TrainConfig(epochs=train_epochs), retries=fidelity_retries)
+            extra = part2.run(two.topology, out_dir, two.link_mbps, opts.transport.queue_depth,
+                              opts.target, COMPILERS[opts.target],
+                              opts.transport.config(two.link_mbps), two.elements,
+                              seeds=tuple(range(two.vclos_seeds)), repeats=two.vclos_repeats,
+                              ideas=two.ideas, train=two.train, retries=opts.fidelity_retries)
         except LaunchError as err:
             raise click.ClickException(f"a collective failed: {err}") from None
+    link_mbps, size = one.link_mbps, one.size
     ran_at = sorted({r["link_mbps"] for r in rows if r.get("link_mbps")}, reverse=True)
-    title = (f"{topo.name}, {len(topo.hosts)} ranks, {size} per rank, {reliability}, "
+    title = (f"{one.topo.name}, {len(one.topo.hosts)} ranks, {size} per rank, "
+             f"{opts.transport.reliability}, "
              f"links {' / '.join(map(_speed, ran_at)) if ran_at else _speed(link_mbps)}")
     if rows:
         (out_dir / "demo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -426,17 +318,17 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
         click.echo(table(rows, link_mbps))
         save_table(out_dir, "demo-lb", title, *table_rows(rows, link_mbps))
     if failed:
-        click.echo(f"\nA leaf-spine link fails in the middle of {failure_collective} ({size} per "
-                   f"rank): silently (the switches drop, fabricd is not told), then announced "
-                   f"(fabricctl link ... down)\n")
+        click.echo(f"\nA leaf-spine link fails in the middle of {one.failure_collective} ({size} "
+                   f"per rank): silently (the switches drop, fabricd is not told), then "
+                   f"announced (fabricctl link ... down)\n")
         click.echo(failure_table(failed))
         save_table(out_dir, "demo-failures", f"A leaf-spine link fails during "
-                   f"{failure_collective} ({size} per rank)", FAILURE_HEAD, failed)
+                   f"{one.failure_collective} ({size} per rank)", FAILURE_HEAD, failed)
     if extra:
-        click.echo(f"\nThe other ideas on {ideas_topology.stem} ({ideas_size} per rank)\n")
+        click.echo(f"\nThe other ideas on {two.topology.stem} ({two.size} per rank)\n")
         click.echo(ideas_table(extra))
-        save_table(out_dir, "demo-ideas", f"The other ideas on {ideas_topology.stem} "
-                   f"({ideas_size} per rank)", IDEAS_HEAD, [ideas_padded(x) for x in extra])
+        save_table(out_dir, "demo-ideas", f"The other ideas on {two.topology.stem} "
+                   f"({two.size} per rank)", IDEAS_HEAD, [ideas_padded(x) for x in extra])
     if rows:
         plot(rows, out_dir / "demo-cct.png", title, link_mbps)
         click.echo(f"\ndemo: results in {out_dir / 'demo.jsonl'}, plot in "
@@ -446,25 +338,25 @@ def main(target, topology, colls, policies, size, repeat, link_mbps, queue_depth
         raise SystemExit(1)
 
 
-def part_one_runs(target, topology, topo, link_mbps, queue_depth, window, ack_every,
-                  reliability, min_rto, policy_list, runs, repeat, failures, failure_pair,
-                  size, cli, out_dir, capture: Capture, backend: str = "",
-                  adapt_rate: bool = False, retries: int = RETRIES) -> tuple[list[dict], list]:
-    """Part one on its own fabric: every run under every policy, then the link failures.
-    adapt_rate: lower the rate where rows stay unfaithful (a rate given is only verified)."""
-    logs = out_dir / "logs"
-    click.echo(f"demo: {topo.name}: {len(topo.switches)} {target} switches, "
+def part_one_runs(opts: DemoOptions) -> tuple[list[dict], list]:
+    """Part one on its own fabric: every run under every policy, then the link failures; the
+    rate is lowered where rows stay unfaithful unless --link-mbps fixed it."""
+    one, output = opts.part_one, opts.output
+    topo, link_mbps = one.topo, one.link_mbps
+    logs = output.out_dir / "logs"
+    click.echo(f"demo: {topo.name}: {len(topo.switches)} {opts.target} switches, "
                f"{len(topo.hosts)} hosts, links at {_speed(link_mbps)}")
-    net = build_net(topo, target=target, log_dir=str(logs), link_mbps=link_mbps or None,
-                    queue_depth=queue_depth, packet_log=capture.switch_logs)
+    net = build_net(topo, target=opts.target, log_dir=str(logs), link_mbps=link_mbps or None,
+                    queue_depth=opts.transport.queue_depth, packet_log=output.switch_logs)
     pcaps = None
     try:
         net.start()
-        pcaps = capture.ports(net, out_dir / "pcap")
+        if output.pcap:
+            pcaps = PortCaptures(switch_interfaces(net), output.out_dir / "pcap").start()
         configure_hosts(net, topo)
         if link_mbps:
             pace_nics(net, topo, link_mbps)
-        with Fabricd(topology, logs, compiler=COMPILERS[target],
+        with Fabricd(one.topology, logs, compiler=COMPILERS[opts.target],
                      ecn_delay_us=_ecn_delay_us(link_mbps)) as fabricd:
             state = fabricd.ctl("state")
             click.echo(state.stdout.rstrip())
@@ -472,33 +364,28 @@ def part_one_runs(target, topology, topo, link_mbps, queue_depth, window, ack_ev
                 raise click.ClickException(f"hosts cannot reach each other; see {logs}")
             click.echo("demo: every host reaches every other through the fabric")
             ranked = sorted(topo.hosts.values(), key=lambda h: h.rank)
-            transport = {"reliability": reliability, "mtu": MTU, "window": window,
-                         "ack_every": ack_every,
-                         "min_rto": min_rto or _drain_rto(queue_depth, link_mbps),
-                         "backend": backend}
             with host_netns(net, [h.name for h in ranked]) as namespaces:
-                ranks = Ranks(topo, namespaces, transport, FabricMonitor.of_net(net, fabricd))
-                rates = Rates(net, topo, ranks, link_mbps, retries, adapt_rate)
-                if adapt_rate and link_mbps:
-                    rates.calibrate(ranks.monitor, {"collective": "allreduce", "algo": "ring",
-                                                    "dtype": "int32",
-                                                    "elements": runs[0]["elements"]})
-                rows = measure(fabricd, topo, ranks, policy_list, runs, range(repeat), rates)
+                ranks = Ranks(topo, namespaces, opts.transport.config(link_mbps),
+                              FabricMonitor.of_net(net, fabricd))
+                rates = Rates(net, topo, ranks, link_mbps, opts.fidelity_retries,
+                              one.adapt_rate)
+                if one.adapt_rate and link_mbps:
+                    rates.calibrate(ranks.monitor, one.runs[0] | {"collective": "allreduce",
+                                                                  "algo": "ring"})
+                rows = measure(fabricd, topo, ranks, one.policies, one.runs,
+                               range(one.repeat), rates)
                 failed = []
-                if failures:
-                    failed = failure_runs(net, fabricd, topo, ranks, policy_list,
-                                          {"collective": failure_pair[0],
-                                           "algo": failure_pair[1], "dtype": "int32",
-                                           "elements": elements_of(parse_size(size), "int32")},
-                                          link_mbps=link_mbps)
-            if cli:
+                if one.failures:
+                    failed = failure_runs(net, fabricd, topo, ranks, one.policies,
+                                          one.failure_run, link_mbps=link_mbps)
+            if output.cli:
                 interact(net, fabricd)
     except LaunchError as err:
         raise click.ClickException(f"a collective failed: {err}") from None
     finally:
         if pcaps is not None:
             pcaps.stop()
-            click.echo(f"demo: one pcap per switch port in {out_dir / 'pcap'}")
+            click.echo(f"demo: one pcap per switch port in {output.out_dir / 'pcap'}")
         net.stop()
     return rows, failed
 

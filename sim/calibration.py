@@ -23,7 +23,7 @@ CASES = (("allreduce/ring", "ring"), ("allreduce/halving-doubling", "halving-dou
 SIZE = 512 * 1024
 LINK_MBPS = 16.0
 MTU, WINDOW, QUEUE = 1024, 16, 256
-RTO_S = max(0.1, 2 * QUEUE * 1100 * 8 / (LINK_MBPS * 1e6))   # mininet/demo.py's _drain_rto
+RTO_S = max(0.1, 2 * QUEUE * 1100 * 8 / (LINK_MBPS * 1e6))   # mininet/demo_options.py's drain_rto
 
 # README.md, "The demo": CCT median ms of one `make demo` run (3 seeds).
 README_CCT_MS = {

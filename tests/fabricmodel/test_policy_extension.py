@@ -65,9 +65,10 @@ def test_extension_policy_in_the_demo_policy_list(toy):
     sys.path.insert(0, str(ROOT / "mininet"))
     try:
         demo = importlib.import_module("demo")
+        demo_options = importlib.import_module("demo_options")
     finally:
         sys.path.remove(str(ROOT / "mininet"))
-    assert demo.chosen_policies(None)[-2:] == ["toy", "toy-pinned"]
+    assert demo_options.chosen_policies(None)[-2:] == ["toy", "toy-pinned"]
     res = CliRunner().invoke(demo.main, ["--policies", "toy,magic"])
     assert res.exit_code == 2 and "['magic']" in res.output and "'toy'" in res.output
     # the demo's exit check: a policy that may give up on a silent failure is let off there
