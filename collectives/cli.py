@@ -317,50 +317,84 @@ class TrainOptions:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default="out/torch.png",
               show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Append the epoch rows here.")
-def torchrun(topology, ranks, namespaces, fabricd, parallel, model, algos, allgathers,
-             reference, epochs, batch, steps, lr, seed, link_mbps, min_rto, port, trace_dir,
-             plot_path, out):
+def torchrun(**given):
     """Train a PyTorch model (DDP or FSDP) on the backend mlfabric, once per algorithm,
     beside the same script on gloo; compare loss, accuracy, time per step."""
+    opts = TorchrunOptions.parse(**given)
+    from . import torch_launch  # importable: parse imported PyTorch
     try:
-        from . import torch_launch
-        from .torch_tensors import ALLGATHER, ALLREDUCE
-        from .torch_train import TorchConfig
-    except ImportError as exc:
-        raise click.ClickException(f"torchrun needs PyTorch (pip install torch==2.13.0): "
-                                   f"{exc}") from None
-    hosts = _topology_hosts(topology, ranks)
-    ns_list = _split(namespaces)
-    if ns_list and len(ns_list) != len(hosts):
-        raise click.BadParameter(f"{len(ns_list)} namespaces for {len(hosts)} ranks",
-                                 param_hint="--netns")
-    algo_list, gather_list = _split(algos), _split(allgathers)
-    for given, known, hint in ((algo_list, ALLREDUCE, "--algos"),
-                               (gather_list, ALLGATHER, "--allgathers")):
-        bad = [a for a in given if a not in known]
-        if bad or not given:
-            raise click.BadParameter(f"unknown {bad}; choose from {list(known)}", param_hint=hint)
-    needs = set(algo_list) - {"ring", "halving-doubling"} if parallel == "ddp" else \
-        set(gather_list) - {"ring"}
-    if needs and not fabricd:
-        raise click.BadParameter(f"{sorted(needs)} need fabricd (it sets up their switches)",
-                                 param_hint="--fabricd")
-    cfg = TorchConfig(model=model, parallel=parallel, epochs=epochs, batch=batch, steps=steps,
-                      lr=lr, seed=seed)
-    try:
-        rows = torch_launch.torch_all(
-            [h.ip for h in hosts], [h.name for h in hosts], cfg, algo_list,
-            reference=reference, allgathers=gather_list, namespaces=ns_list or None,
-            fabricd=fabricd, link_mbps=link_mbps, port=port, out_dir=trace_dir,
-            transport={"min_rto": min_rto} if min_rto else None)
+        rows = opts.launch()
     except (LaunchError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    if out:
-        write_jsonl(rows, out)
-    click.echo(torch_launch.table(rows, link_mbps))
-    torch_launch.plot(rows, Path(plot_path), f"{model} {parallel} on {len(hosts)} ranks, "
-                                             f"{epochs} epochs, batch {batch} per rank")
-    click.echo(f"plot: {plot_path}")
+    if opts.out:
+        write_jsonl(rows, opts.out)
+    click.echo(torch_launch.table(rows, opts.link_mbps))
+    cfg = opts.cfg
+    torch_launch.plot(rows, Path(opts.plot_path), f"{cfg.model} {cfg.parallel} on "
+                                                  f"{len(opts.hosts)} ranks, {cfg.epochs} "
+                                                  f"epochs, batch {cfg.batch} per rank")
+    click.echo(f"plot: {opts.plot_path}")
     if not torch_launch.consistent(rows):
         raise click.ClickException("the ranks of a run ended an epoch with different "
                                    "parameters")
+
+
+@dataclass(frozen=True)
+class TorchrunOptions:
+    """`torchrun`'s options, checked: the ranks' hosts, the runs, the model's training."""
+    hosts: list                      # fabricmodel.topology.Host, in rank order
+    namespaces: list[str] | None
+    cfg: object                      # collectives.torch_train.TorchConfig
+    algos: list[str]                 # DDP's all-reduces, one run each
+    allgathers: list[str]            # FSDP's Allgathers, one run each
+    reference: bool                  # first gloo over loopback
+    fabricd: str | None
+    link_mbps: float | None
+    transport: dict | None
+    port: int
+    trace_dir: str | None
+    plot_path: str
+    out: str | None
+
+    @classmethod
+    def parse(cls, *, topology, ranks, namespaces, fabricd, parallel, model, algos, allgathers,
+              reference, epochs, batch, steps, lr, seed, link_mbps, min_rto, port, trace_dir,
+              plot_path, out) -> TorchrunOptions:
+        """The options as click gives them; click.BadParameter naming the option at fault,
+        a ClickException where PyTorch is missing."""
+        try:
+            from .torch_tensors import ALLGATHER, ALLREDUCE
+            from .torch_train import TorchConfig
+        except ImportError as exc:
+            raise click.ClickException(f"torchrun needs PyTorch (pip install torch==2.13.0): "
+                                       f"{exc}") from None
+        hosts = _topology_hosts(topology, ranks)
+        ns_list = _split(namespaces)
+        if ns_list and len(ns_list) != len(hosts):
+            raise click.BadParameter(f"{len(ns_list)} namespaces for {len(hosts)} ranks",
+                                     param_hint="--netns")
+        algo_list, gather_list = _split(algos), _split(allgathers)
+        for given, known, hint in ((algo_list, ALLREDUCE, "--algos"),
+                                   (gather_list, ALLGATHER, "--allgathers")):
+            bad = [a for a in given if a not in known]
+            if bad or not given:
+                raise click.BadParameter(f"unknown {bad}; choose from {list(known)}",
+                                         param_hint=hint)
+        needs = set(algo_list) - {"ring", "halving-doubling"} if parallel == "ddp" else \
+            set(gather_list) - {"ring"}
+        if needs and not fabricd:
+            raise click.BadParameter(f"{sorted(needs)} need fabricd (it sets up their switches)",
+                                     param_hint="--fabricd")
+        cfg = TorchConfig(model=model, parallel=parallel, epochs=epochs, batch=batch,
+                          steps=steps, lr=lr, seed=seed)
+        return cls(hosts, ns_list or None, cfg, algo_list, gather_list, reference, fabricd,
+                   link_mbps, {"min_rto": min_rto} if min_rto else None, port, trace_dir,
+                   plot_path, out)
+
+    def launch(self) -> list[dict]:
+        from . import torch_launch
+        return torch_launch.torch_all(
+            [h.ip for h in self.hosts], [h.name for h in self.hosts], self.cfg, self.algos,
+            reference=self.reference, allgathers=self.allgathers, namespaces=self.namespaces,
+            fabricd=self.fabricd, link_mbps=self.link_mbps, port=self.port,
+            out_dir=self.trace_dir, transport=self.transport)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tempfile
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import grpc
@@ -20,6 +20,7 @@ from figures import png
 from figures.text import format_table
 
 from .launch import LaunchError, launch
+from .rank_spec import RankSpec
 from .torch_train import TorchConfig, make_model, parameters
 from .train_launch import allreduce_bound_s, allreduce_options
 
@@ -69,26 +70,41 @@ def launches(cfg: TorchConfig, algos, allgathers, reference: bool) -> list[list[
     return out + [[(f"fsdp-{g}", {"backend": "mlfabric", "allgather": g})] for g in allgathers]
 
 
+@dataclass(frozen=True)
+class TorchRanks:
+    """Where a job's ranks run and how each launch starts them."""
+    ips: list[str]                   # rank order
+    workers: list[str]               # their hosts' names (fabricd's jobs and groups)
+    namespaces: list[str | None]
+    fabricd: str | None
+    link_mbps: float | None
+    transport: dict | None
+    port: int
+    timeout: float                   # a whole launch
+    step_timeout: float
+
+
 def torch_all(ips: list[str], workers: list[str], cfg: TorchConfig, algos=("ring",), *,
               reference: bool = True, allgathers=("ring",), namespaces=None,
               fabricd: str | None = None, link_mbps: float | None = None,
-              transport: dict | None = None, port: int = 18515, out_dir: Path | None = None,
-              timeout: float = 1800.0, step_timeout: float = 120.0) -> list[dict]:
+              transport: dict | None = None, port: int = RankSpec.port,
+              out_dir: Path | None = None, timeout: float = 1800.0,
+              step_timeout: float = 120.0) -> list[dict]:
     """The runs (gloo first when `reference`, then each all-reduce in `algos` or, under FSDP,
     each Allgather in `allgathers`) on the ranks `ips` (hosts `workers`, rank order), launched
     as `launches` groups them. Every mlfabric row carries `bytes_injected` (its rank's
     transport, that epoch), a run launched alone `switch_bytes`, and, against the first
     run, `max_param_diff` (parameters after the same epoch) and `step1_diff` (after the
     first step)."""
-    namespaces = namespaces or [None] * len(ips)
+    ranks = TorchRanks(ips, workers, namespaces or [None] * len(ips), fabricd, link_mbps,
+                       transport, port, timeout, step_timeout)
     groups = launches(cfg, algos, allgathers, reference)
     rows = []
     with tempfile.TemporaryDirectory(prefix="torch-") as tmp:
         out = Path(out_dir or tmp)
         out.mkdir(parents=True, exist_ok=True)
         for runs in groups:
-            rows += _launch(runs, ips, workers, cfg, namespaces, fabricd, link_mbps, transport,
-                            port, out, timeout, step_timeout)
+            rows += _launch(runs, ranks, cfg, out)
         first = groups[0][0][0]
         for r in rows:
             ref = np.load(out / f"{first}_params_epoch{r['epoch']}.npy")
@@ -121,23 +137,22 @@ def _run_options(tag: str, run: dict, fabricd: str | None, workers: list[str],
         yield {algo: options} if options else {}
 
 
-def _launch(runs, ips, workers, cfg, namespaces, fabricd, link_mbps, transport, port, out,
-            timeout, step_timeout) -> list[dict]:
+def _launch(runs, ranks: TorchRanks, cfg: TorchConfig, out: Path) -> list[dict]:
     """One launch of `runs` (one backend); a run launched alone carries `switch_bytes`, what
     the switches received meanwhile."""
     specs = [run | {"tag": tag, "train": asdict(cfg)} for tag, run in runs]
     if specs[0]["backend"] == "gloo":
-        return launch(["127.0.0.1"] * len(ips), specs, port=port, out_dir=out,
-                      timeout=timeout, program="collectives.torch_train")
+        return launch(["127.0.0.1"] * len(ranks.ips), specs, port=ranks.port, out_dir=out,
+                      timeout=ranks.timeout, program="collectives.torch_train")
     with ExitStack() as jobs:
         for spec in specs:
-            spec["options"] = jobs.enter_context(_run_options(spec["tag"], spec, fabricd,
-                                                              workers, link_mbps))
-        before = switch_bytes(fabricd)
-        got = launch(ips, specs, namespaces=namespaces, transport=transport, port=port,
-                     out_dir=out, timeout=timeout, step_timeout=step_timeout,
-                     program="collectives.torch_train")
-        after = switch_bytes(fabricd)
+            spec["options"] = jobs.enter_context(_run_options(
+                spec["tag"], spec, ranks.fabricd, ranks.workers, ranks.link_mbps))
+        before = switch_bytes(ranks.fabricd)
+        got = launch(ranks.ips, specs, namespaces=ranks.namespaces, transport=ranks.transport,
+                     port=ranks.port, out_dir=out, timeout=ranks.timeout,
+                     step_timeout=ranks.step_timeout, program="collectives.torch_train")
+        after = switch_bytes(ranks.fabricd)
     if before is None or len(specs) > 1:
         return got
     return [r | {"switch_bytes": after - before} for r in got]

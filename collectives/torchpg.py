@@ -22,8 +22,8 @@ or for all by the environment:
   aggregation job gives them (`fabricctl job create`).
 - MLFABRIC_POLICY (ecmp, spray, reps, ethereal; eBPF ones need the program attached, as
   `python -m collectives` does), MLFABRIC_QPS, MLFABRIC_TOPOLOGY (Ethereal's paths),
-  MLFABRIC_PORT (the rendezvous, 18515), MLFABRIC_IP (this rank's fabric address; default:
-  the address this host reaches MASTER_ADDR from), MLFABRIC_TRANSPORT (JSON of
+  MLFABRIC_PORT (the rendezvous; default rank_spec.RankSpec.port), MLFABRIC_IP (this rank's
+  fabric address; default: the address this host reaches MASTER_ADDR from), MLFABRIC_TRANSPORT (JSON of
   collectives.transport.TransportConfig fields).
 An operation the chosen in-network algorithm cannot do (a MAX, a dtype the switch does not
 carry, a sub-group) runs on ring and says so once in the log (logger "collectives.torch");
@@ -109,8 +109,8 @@ def _env_spec(rank: int, ips: list[str]) -> dict:
     return {"ips": ips, "rank": rank,
             "transport": json.loads(os.environ.get("MLFABRIC_TRANSPORT") or "{}"),
             "policy": os.environ.get("MLFABRIC_POLICY", RankSpec.policy),
-            "qps": int(os.environ.get("MLFABRIC_QPS", "1")),
-            "port": int(os.environ.get("MLFABRIC_PORT", "18515")),
+            "qps": int(os.environ.get("MLFABRIC_QPS", RankSpec.qps)),
+            "port": int(os.environ.get("MLFABRIC_PORT", RankSpec.port)),
             "topology": os.environ.get("MLFABRIC_TOPOLOGY")}
 
 

@@ -21,6 +21,7 @@ from figures.text import format_table
 from . import switchml as sml
 from .launch import LaunchError, launch
 from .netreduce import PKT_BYTES
+from .rank_spec import RankSpec
 from .train import ALGOS, TrainConfig, params_file
 
 SWITCHML_SLOTS = 16            # fabricctl's default, where no link rate sizes the pool
@@ -86,7 +87,8 @@ def allreduce_options(algo: str, fabricd: str | None, workers: list[str],
 def train_all(ips: list[str], workers: list[str], cfg: TrainConfig, algos=ALGOS, *,
               namespaces: list[str] | None = None, fabricd: str | None = None,
               link_mbps: float | None = None, transport: dict | None = None,
-              port: int = 18515, timeout: float = 1800.0, step_timeout: float = 120.0) -> list[dict]:
+              port: int = RankSpec.port, timeout: float = 1800.0,
+              step_timeout: float = 120.0) -> list[dict]:
     """One training run per algorithm in `algos` on the ranks `ips` (hosts `workers`, rank
     order). Returns every rank's epoch rows; when ring ran too, each carries
     `max_param_diff`: the largest difference between the parameters after that epoch and

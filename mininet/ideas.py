@@ -35,9 +35,9 @@ class Ranks:
                        step_timeout=120, **kwargs)
 
     def run(self, names: list[str], collective: str, algo: str, elements: int,
-            options: dict | None = None, port: int = 18515) -> list[dict]:
+            options: dict | None = None) -> list[dict]:
         return self.launch(names, {"collective": collective, "algo": algo, "dtype": "int32",
-                                   "elements": elements, "options": options or {}}, port=port)
+                                   "elements": elements, "options": options or {}})
 
 
 def summary(idea: str, what: str, rows: list[dict]) -> list[str]:

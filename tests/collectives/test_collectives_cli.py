@@ -71,3 +71,32 @@ def test_a_policy_in_ebpf_stops_with_one_sentence_where_ebpf_cannot_load(monkeyp
     assert res.exit_code == 1
     assert res.output.strip() == (f"Error: policy {policy} runs in eBPF, which cannot be loaded "
                                   "here: kernel headers for 6.1.0 are missing: run `make setup`.")
+
+
+TOPO = "controller/topologies/leafspine-2x2.yaml"
+
+
+@pytest.mark.parametrize("args,hint", [
+    (["--algos", "ring,teleport"], "--algos"),
+    (["--parallel", "fsdp", "--allgathers", "tree"], "--allgathers"),
+    (["--algos", "ring,netreduce"], "--fabricd"),
+    (["--parallel", "fsdp", "--allgathers", "multicast"], "--fabricd"),
+    (["--netns", "a,b"], "--netns"),
+])
+def test_torchrun_refuses_bad_options_naming_them(args, hint):
+    pytest.importorskip("torch", reason="torchrun needs PyTorch")
+    res = CliRunner().invoke(main, ["torchrun", "--topology", TOPO, *args])
+    assert res.exit_code == 2 and hint in res.output, res.output
+
+
+def test_torchrun_options_map_onto_one_object():
+    pytest.importorskip("torch", reason="torchrun needs PyTorch")
+    from collectives.cli import TorchrunOptions, torchrun
+    ctx = torchrun.make_context("torchrun", ["--topology", TOPO, "--ranks", "3", "--model",
+                                             "mlp", "--epochs", "2", "--min-rto", "0.5",
+                                             "--fabricd", "127.0.0.1:1"])
+    opts = TorchrunOptions.parse(**ctx.params)
+    assert [h.name for h in opts.hosts] == ["h1", "h2", "h3"]
+    assert opts.algos == ["ring", "netreduce", "switchml"] and opts.reference
+    assert (opts.cfg.model, opts.cfg.parallel, opts.cfg.epochs) == ("mlp", "ddp", 2)
+    assert opts.transport == {"min_rto": 0.5} and opts.namespaces is None
