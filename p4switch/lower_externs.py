@@ -1,4 +1,4 @@
-"""Lowering of v1model's externs: one function per extern function and per extern method, found
+"""ExternLowering of v1model's externs: one function per extern function and per extern method, found
 by name in `EXTERN_FUNCTIONS` and `EXTERN_METHODS` as declarations are found by their kind.
 
 The caller (lower_calls.py) has matched the arguments to a prototype of the extern's declaration
@@ -11,6 +11,9 @@ from collections.abc import Callable
 
 from lark import Tree
 
+from . import lower_decls as decls
+from . import lower_exprs as exprs
+from . import lower_stmts as stmts
 from . import types as T
 from .ir import Ex, Fail, Writer, attr, pos, wrap_code
 
@@ -25,7 +28,7 @@ class ExternCall:
 
     def arg(self, i, expected=None) -> Ex:
         """Argument i, typed (the statements its evaluation needs are written first)."""
-        return self.lowering.expr(self.args[i], self.scope, self.w, self.ctx, expected)
+        return exprs.expr(self.lowering, self.args[i], self.scope, self.w, self.ctx, expected)
 
     def condition(self, i) -> Ex:
         c = self.arg(i)
@@ -37,7 +40,7 @@ class ExternCall:
         """The call's type argument (`extract<H>`, `digest<T>`), or None."""
         if self.targs_node is None:
             return None
-        return self.lowering.resolve_type(self.targs_node.children[0], self.scope)
+        return decls.resolve_type(self.lowering, self.targs_node.children[0], self.scope)
 
     def instance_type_arg(self):
         """The first type argument of the instance a method is called on (`register<T, I>`'s
@@ -46,11 +49,11 @@ class ExternCall:
         return targs[0] if targs else None
 
     def const_int(self, i) -> int:
-        return self.lowering.const_int(self.args[i], self.scope)
+        return decls.const_int(self.lowering, self.args[i], self.scope)
 
     def algorithm(self, i) -> str:
         """The HashAlgorithm member argument i names."""
-        ex = self.lowering.expr(self.args[i], self.scope, Writer(), self.ctx)
+        ex = exprs.expr(self.lowering, self.args[i], self.scope, Writer(), self.ctx)
         if not ex.what or not ex.what.startswith("HashAlgorithm."):
             raise Fail(self.args[i], "the hash algorithm must be a HashAlgorithm member")
         return ex.what.split(".", 1)[1]
@@ -61,8 +64,8 @@ class ExternCall:
         if isinstance(arg, Tree) and arg.data == "e_dontcare":
             return
         lw = self.lowering
-        target = lw.expr(arg, self.scope, self.w, self.ctx)
-        lw.check_writable(target, arg)
+        target = exprs.expr(lw, arg, self.scope, self.w, self.ctx)
+        stmts.check_writable(lw, target, arg)
         tt = T.strip(target.type)
         if isinstance(tt, T.BitsT):
             code = wrap_code(value_code, tt)
@@ -72,16 +75,16 @@ class ExternCall:
             code = f"bool({value_code})"
         else:
             code = value_code
-        lw.store(target, code, self.w)
+        stmts.store(lw, target, code, self.w)
 
 
-Lowering = Callable[[ExternCall], Ex]
-EXTERN_FUNCTIONS: dict[str, Lowering] = {}
-EXTERN_METHODS: dict[tuple[str, str], Lowering] = {}
+ExternLowering = Callable[[ExternCall], Ex]
+EXTERN_FUNCTIONS: dict[str, ExternLowering] = {}
+EXTERN_METHODS: dict[tuple[str, str], ExternLowering] = {}
 
 
 def extern_function(*names):
-    def register(lowering: Lowering) -> Lowering:
+    def register(lowering: ExternLowering) -> ExternLowering:
         for name in names:
             EXTERN_FUNCTIONS[name] = lowering
         return lowering
@@ -89,7 +92,7 @@ def extern_function(*names):
 
 
 def extern_method(extern, *methods):
-    def register(lowering: Lowering) -> Lowering:
+    def register(lowering: ExternLowering) -> ExternLowering:
         for method in methods:
             EXTERN_METHODS[extern, method] = lowering
         return lowering
@@ -200,7 +203,7 @@ def digest(call):
     call.arg(0)
     dtype = call.type_arg()
     if dtype is not None:
-        data = call.lowering.coerce(call.arg(1, dtype), dtype, call.args[1])
+        data = exprs.coerce(call.lowering, call.arg(1, dtype), dtype, call.args[1])
     else:
         data = call.arg(1)
     dt = T.strip(data.type)
@@ -242,7 +245,7 @@ def extract(call):
         raise Fail(call.where, f"two-argument extract needs a header with a varbit field, not {h.type}")
     if len(call.args) == 1 and has_varbit:
         raise Fail(call.where, f"header {h.type} has a varbit field: use extract(hdr, sizeInBits)")
-    size = call.lowering.coerce(call.arg(1), T.BitsT(32), call.args[1]) if len(call.args) == 2 else None
+    size = exprs.coerce(call.lowering, call.arg(1), T.BitsT(32), call.args[1]) if len(call.args) == 2 else None
     stack = ""
     if h.what and h.what.startswith("next:"):
         stack = h.what[5:]
@@ -322,7 +325,7 @@ def register_read(call):
 def register_write(call):
     idx = call.arg(0)
     vt = call.instance_type_arg()
-    v = call.lowering.coerce(call.arg(1, vt), vt, call.args[1]) if vt is not None else call.arg(1)
+    v = exprs.coerce(call.lowering, call.arg(1, vt), vt, call.args[1]) if vt is not None else call.arg(1)
     call.w(f"{call.base.code}.write({idx.code}, {v.code})")
     return void()
 
@@ -444,7 +447,7 @@ def unpack_struct(lowering, st, bits: str, top: int, where) -> str:
             codes.append(wrap_code(code, t) if t.signed else code)
         else:
             raise Fail(where, f"lookahead of a struct with a field of type {ft} is not supported")
-    return lowering.make_code(st, codes)
+    return exprs.make_code(lowering, st, codes)
 
 
 def emit_code(lowering, h, out, w, node):

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from lark import Token, Tree
 
+from . import lower_calls as calls
+from . import lower_decls as decls
+from . import lower_exprs as exprs
 from . import types as T
 from .ir import (
     Ctx,
@@ -100,7 +103,7 @@ class TableLowering:
             mk = name_tok(sub1(ke, "name"))
             if mk.value not in lw.match_kinds:
                 raise Fail(mk, f"unknown match kind '{mk.value}'")
-            ex = lw.expr(e_node, self.scope, self.w, self.ctx)
+            ex = exprs.expr(lw, e_node, self.scope, self.w, self.ctx)
             kannos = annotations_of(ke)
             kname = anno_string(kannos, "name") or key_text(lw, e_node)
             try:
@@ -171,13 +174,13 @@ class TableLowering:
             spec["default"] = self.action_call_value(value)
             spec["default_const"] = tok(prop, "CONST") is not None
         elif pname.value == "size":
-            spec["size"] = lw.const_int(value, scope)
+            spec["size"] = decls.const_int(lw, value, scope)
         elif pname.value in ("implementation", "counters", "meters"):
-            ex = lw.expr(value, scope, Writer(), Ctx("const"))
+            ex = exprs.expr(lw, value, scope, Writer(), Ctx("const"))
             if ex.what == "ctor" and isinstance(ex.type, T.ObjT) and ex.type.kind == "extern":
                 # an instance declared in place is named after its table, as p4c does
                 target = fq if pname.value == "implementation" else f"{fq}${pname.value}"
-                lw.prog.externs[target] = lw.extern_spec(ex.type, args_of(ex.obj[1]),
+                lw.prog.externs[target] = decls.extern_spec(lw, ex.type, args_of(ex.obj[1]),
                                                          scope, value, {})
                 lw.prog.externs[target]["name"] = fq
             elif ex.obj is not None and hasattr(ex.obj, "fq"):
@@ -187,7 +190,7 @@ class TableLowering:
             spec[{"implementation": "implementation", "counters": "direct_counter",
                   "meters": "direct_meter"}[pname.value]] = target
         elif pname.value == "support_timeout":
-            ex = lw.expr(value, scope, Writer(), Ctx("const"))
+            ex = exprs.expr(lw, value, scope, Writer(), Ctx("const"))
             if not isinstance(ex.const, bool):
                 raise Fail(value, "support_timeout must be true or false")
             spec["support_timeout"] = ex.const
@@ -243,14 +246,14 @@ class TableLowering:
         w.indent()
         codes, lvs = [], []
         for a, p in zip(args, dir_params, strict=True):
-            ex = lw.coerce(lw.expr(a, self.scope, w, self.ctx, p["type"]), p["type"], a)
+            ex = exprs.coerce(lw, exprs.expr(lw, a, self.scope, w, self.ctx, p["type"]), p["type"], a)
             codes.append(ex.code)
             if p["dir"] in ("out", "inout") and not is_composite(p["type"]):
                 lvs.append(ex.code)
         call = f"{av.code}(F, {', '.join(codes + ['d_' + p['name'] for p in data])})"
         if lvs:
             tmp = lw.fresh("r")
-            lw.call_with_outs(w, tmp, call, lambda: w(f"({', '.join(lvs)},) = {tmp}"), av.decl)
+            calls.call_with_outs(lw, w, tmp, call, lambda: w(f"({', '.join(lvs)},) = {tmp}"), av.decl)
         else:
             w(call)
         w.dedent()
@@ -282,13 +285,13 @@ class TableLowering:
         bound = len([p for p in av.params if p["dir"] is not None])
         if bound and len(args) == bound + len(data):
             args = args[bound:]
-        args = lw.positional(args, [p["name"] for p in data], node)
+        args = calls.positional(lw, args, [p["name"] for p in data], node)
         if len(args) != len(data):
             raise Fail(node, f"action '{an.value}' takes {len(data)} argument(s), {len(args)} given")
         values = []
         for a, p in zip(args, data, strict=True):
             pt = [q for q in av.params if q["name"] == p["name"]][0]["type"]
-            ex = lw.coerce(lw.expr(a, self.scope, Writer(), Ctx("const"), pt), pt, a)
+            ex = exprs.coerce(lw, exprs.expr(lw, a, self.scope, Writer(), Ctx("const"), pt), pt, a)
             if ex.const is None:
                 raise Fail(a, "action arguments here must be compile-time constants")
             values.append(int(ex.const))
@@ -300,7 +303,7 @@ class TableLowering:
         prio = None
         pnode = sub1(e, "entry_priority")
         if pnode is not None:
-            prio = lw.const_int(pnode.children[1], self.scope)
+            prio = decls.const_int(lw, pnode.children[1], self.scope)
         ks = [c for c in e.children if isinstance(c, Tree) and c.data not in ("annotations", "entry_priority", "action_ref")][0]
         elems = keyset_elems(ks)
         keys = self.spec["keys"]
@@ -323,15 +326,15 @@ class TableLowering:
         if isinstance(el, Token) and el.type in ("DEFAULT", "DONTCARE"):
             return None
         if isinstance(el, Tree) and el.data == "ks_mask":
-            v = lw.const_int(el.children[0], scope) & mask
-            m = lw.const_int(el.children[2], scope) & mask
+            v = decls.const_int(lw, el.children[0], scope) & mask
+            m = decls.const_int(lw, el.children[2], scope) & mask
             if key["match"] == "lpm":
                 plen = bin(m).count("1")
                 return [v & m, plen]
             return [v & m, m]
         if isinstance(el, Tree) and el.data == "ks_range":
-            return [lw.const_int(el.children[0], scope) & mask, lw.const_int(el.children[2], scope) & mask]
-        ex = lw.expr(el, scope, Writer(), Ctx("const"), t)
+            return [decls.const_int(lw, el.children[0], scope) & mask, decls.const_int(lw, el.children[2], scope) & mask]
+        ex = exprs.expr(lw, el, scope, Writer(), Ctx("const"), t)
         if ex.const is None:
             raise Fail(el, "entry keys must be compile-time constants")
         v = int(ex.const) & mask

@@ -7,6 +7,7 @@ need of the lowering is explicit: the types it met (`class_types`, `classes`), t
 value and wrap-around code of a field type, and the error list they add their errors to."""
 from __future__ import annotations
 
+from . import lower_exprs as exprs
 from . import types as T
 from .ir import attr, is_composite, wrap_code
 
@@ -49,7 +50,7 @@ def header_class(lowering, t: T.HeaderT, cls: str) -> list[str]:
            f"    _W = {t.width}",
            "    def __init__(self):",
            "        self._v = False"]
-    out += [f"        self.{attr(f)} = {lowering.default_value(ft)}" for f, ft in t.fields]
+    out += [f"        self.{attr(f)} = {exprs.default_value(lowering, ft)}" for f, ft in t.fields]
     out += ["    @classmethod",
             f"    def _mk(cls, {''.join(n + ', ' for n in names)}_v=True):",
             "        o = cls.__new__(cls)",
@@ -128,7 +129,7 @@ def fields_class(lowering, t: T.FieldsT, cls: str) -> list[str]:
     out = [f"class {cls}:",
            f"    __slots__ = {tuple(names)!r}",
            "    def __init__(self):"]
-    out += [f"        self.{f} = {lowering.default_value(ft)}" for f, ft in fields]
+    out += [f"        self.{f} = {exprs.default_value(lowering, ft)}" for f, ft in fields]
     out += ["        pass",
             "    @classmethod",
             f"    def _mk(cls, {''.join(n + ', ' for n in names)}):",

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from lark import Token
 
+from . import lower_blocks as blocks
+from . import lower_decls as decls
+from . import lower_exprs as exprs
 from . import types as T
 from .ir import (
     Ctx,
@@ -58,7 +61,7 @@ def bind_v1switch(lowering) -> V1Switch:
         raise Fail(lowering.tree, f"V1Switch takes 6 arguments, {len(args)} given")
     blocks = [_block(lowering, role, a) for role, a in zip(ROLES, args, strict=True)]
     parser = blocks[0].type.decl
-    pparams = lowering.params(sub1(parser, "params"))
+    pparams = decls.parameters(lowering, sub1(parser, "params"))
     if len(pparams) != 4:
         raise Fail(parser, "the v1model parser takes 4 parameters")
     structs = [T.strip(pparams[i]["type"]) for i in (1, 2, 3)]
@@ -70,7 +73,7 @@ def bind_v1switch(lowering) -> V1Switch:
 
 def _block(lowering, role: str, arg) -> Block:
     want = "parser" if role == "parser" else "control"
-    ex = lowering.expr(arg, lowering.g, Writer(), Ctx("const"))
+    ex = exprs.expr(lowering, arg, lowering.g, Writer(), Ctx("const"))
     if ex.what != "ctor" or not isinstance(ex.type, T.ObjT):
         raise Fail(arg, f"the {role} argument of V1Switch must instantiate a {want}")
     t = ex.type
@@ -84,8 +87,8 @@ def lower_blocks(lowering, v1: V1Switch) -> dict[str, str]:
     """role -> the Python function of its block instance, lowered in V1Switch's order."""
     fns = {}
     for b in v1.blocks:
-        make = lowering.instantiate_parser if b.role == "parser" else lowering.instantiate_control
-        fns[b.role] = make(b.type, b.fq, b.ctor_args, lowering.g, b.node)
+        make = blocks.instantiate_parser if b.role == "parser" else blocks.instantiate_control
+        fns[b.role] = make(lowering, b.type, b.fq, b.ctor_args, lowering.g, b.node)
     return fns
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from p4.config.v1 import p4info_pb2
 
-from .compiler import Program
+from .ir import Program
 
 PREFIX = {"action": 0x01, "table": 0x02, "value_set": 0x03, "controller_header": 0x04,
           "action_profile": 0x11, "counter": 0x12, "direct_counter": 0x13, "meter": 0x14,

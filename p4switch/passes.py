@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 
 from lark import Tree
 
-from . import lower_types, lower_v1model, parse
-from .compiler import Compiler
+from . import lower_decls, lower_types, lower_v1model, parse
 from .ir import Program
+from .lowering import Lowering
 
 
 @dataclass
@@ -50,7 +50,7 @@ class Unit:
     defines: dict = field(default_factory=dict)
     source: parse.SourceMap | None = None
     tree: Tree | None = None
-    lowering: Compiler | None = None  # scopes, lowered declarations and the Program they fill
+    lowering: Lowering | None = None  # scopes, lowered declarations and the Program they fill
     v1switch: lower_v1model.V1Switch | None = None
     entry_fns: dict | None = None     # V1Switch role -> Python function of its block
     classes: list | None = None       # source lines of the header/union/struct classes
@@ -96,10 +96,10 @@ class DeclareTopLevel(Pass):
     needs, gives = ("tree", "source"), ("lowering",)
 
     def run(self, unit):
-        lowering = Compiler(unit.tree, unit.source)
+        lowering = Lowering(unit.tree, unit.source)
         for decl in unit.tree.children:
             if isinstance(decl, Tree):
-                lowering.declaration(decl)
+                lower_decls.declaration(lowering, decl)
         unit.lowering = lowering
 
 

@@ -8,8 +8,8 @@ import time
 from collections import namedtuple
 
 from . import engine
-from .compiler import Program, pyname
 from .engine import ExitBlock, PacketCursor, PacketState, ParserReject, Rng, join_chunks
+from .ir import Program, pyname
 from .stateful import Counter, DirectMeter, Meter, MeterState, Register, ValueSet
 from .tables import ActionProfile, Entry, Table
 

@@ -1,5 +1,6 @@
 """The compiler as passes: the pass list's order is checked, externs are lowered through the
-registry of lowerings by name, the compiler's functions stay short and import no private names."""
+registry of lowerings by name, the lowering modules reach one another by module rather than
+through their shared state, and the compiler's modules import no private names."""
 from __future__ import annotations
 
 import ast
@@ -13,11 +14,16 @@ from p4switch.errors import P4CompileError
 PKG = Path(__file__).resolve().parents[2] / "p4switch"
 L3 = Path(__file__).parent / "core_programs" / "l3_three_tables.p4"
 # the compiler's modules (the BMv2 JSON, device and runtime folders are parts of their own)
-COMPILER_MODULES = ["compiler", "frontend", "passes", "compile", "ir", "lower_blocks",
-                    "lower_calls", "lower_decls", "lower_exprs", "lower_externs", "lower_tables",
-                    "lower_types", "lower_v1model", "parse", "types", "p4info", "p4info_check",
-                    "tables", "stateful", "engine", "pipeline", "switch", "stf", "conformance",
-                    "cli", "program_digest"]
+COMPILER_MODULES = ["lowering", "frontend", "passes", "compile", "ir", "lower_blocks",
+                    "lower_calls", "lower_decls", "lower_exprs", "lower_externs",
+                    "lower_operators", "lower_stmts", "lower_tables", "lower_types",
+                    "lower_v1model", "parse", "types", "p4info", "p4info_check", "tables",
+                    "stateful", "engine", "pipeline", "switch", "stf", "conformance", "cli",
+                    "program_digest"]
+# the lowering: modules of functions of the shared state (lowering.Lowering)
+LOWERING_MODULES = ["lower_blocks", "lower_calls", "lower_decls", "lower_exprs", "lower_externs",
+                    "lower_operators", "lower_stmts", "lower_tables", "lower_types",
+                    "lower_v1model"]
 
 
 def test_compiler_passes_listed_in_one_module_in_order():
@@ -87,12 +93,29 @@ def test_call_extern_fn_refuses_an_extern_without_lowering(tmp_path):
         frontend.compile_file(str(path), (L3.parent,))
 
 
-@pytest.mark.parametrize("module", COMPILER_MODULES)
-def test_compiler_functions_at_most_80_lines(module):
+def _state_names() -> set[str]:
+    """The fields and methods of the lowering state."""
+    tree = ast.parse((PKG / "lowering.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Lowering")
+    return {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign)} | \
+        {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+
+
+@pytest.mark.parametrize("module", LOWERING_MODULES)
+def test_compiler_lowering_reaches_only_the_state_through_it(module):
+    """A lowering module calls another one's functions by module, never through the state:
+    every attribute read on the state (`lw`, `lowering`) is one of Lowering's own."""
+    state = _state_names()
     tree = ast.parse((PKG / f"{module}.py").read_text())
-    long = [f"{n.name} ({n.end_lineno - n.lineno + 1} lines)" for n in ast.walk(tree)
-            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.end_lineno - n.lineno >= 80]
-    assert not long, f"{module}.py: {', '.join(long)}"
+    foreign = sorted({f"{n.value.id}.{n.attr}" for n in ast.walk(tree)
+                      if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                      and n.value.id in ("lw", "lowering") and n.attr not in state})
+    assert not foreign, f"{module}.py reaches through the lowering state: {', '.join(foreign)}"
+    mixins = [n.name for n in tree.body if isinstance(n, ast.ClassDef)
+              and any(isinstance(f, ast.FunctionDef) and f.args.args
+                      and f.args.args[0].arg == "self" and f.name != "__init__"
+                      and f.args.args[1:2] and f.args.args[1].arg == "lw" for f in n.body)]
+    assert not mixins, f"{module}.py: classes of lowering methods {mixins}"
 
 
 def test_compiler_modules_import_no_private_names():
