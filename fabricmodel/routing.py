@@ -78,10 +78,14 @@ class Routing:
         if key not in self._groups:
             dist = self.distances(dst_leaf)
             here = dist.get(switch)
-            mine = self.topo.switches[switch].level
-            self._groups[key] = () if here is None or here == 0 else tuple(
-                h for h in self._adj[switch] if dist.get(h.dst) == here - 1
-                and (self.topo.switches[h.dst].level > mine) == self._goes_up(switch, dst_leaf))
+            if here is None or here == 0:
+                self._groups[key] = ()
+            else:
+                mine = self.topo.switches[switch].level
+                up = self._goes_up(switch, dst_leaf)
+                self._groups[key] = tuple(
+                    h for h in self._adj[switch] if dist.get(h.dst) == here - 1
+                    and (self.topo.switches[h.dst].level > mine) == up)
         return self._groups[key]
 
     def _goes_up(self, switch: str, dst_leaf: str) -> bool:

@@ -55,7 +55,7 @@ CB3 = ctypes.CFUNCTYPE(None, c_int, c_int, c_int)
 CB2 = ctypes.CFUNCTYPE(None, c_int, c_int)
 CB1 = ctypes.CFUNCTYPE(None, c_int)
 _P = ctypes.c_void_p
-_I64P, _IP, _U32P = POINTER(c_int64), POINTER(c_int), POINTER(c_uint32)
+_IP = POINTER(c_int)
 # name -> (result type, argument types after the engine)
 SIGNATURES = {
     "mls_new": (_P, None), "mls_free": (None, []),
@@ -75,8 +75,8 @@ SIGNATURES = {
     "mls_add_job": (c_int, []), "mls_add_step": (None, [c_int, c_int, c_uint64]),
     "mls_start_rank": (None, [c_int, c_int]), "mls_timer": (None, [c_double, c_int]),
     "mls_add_qp": (c_int, [c_int, c_int, c_int, c_int, c_uint64, c_uint32, c_uint16, c_int]),
-    "mls_add_qps": (None, [c_int, c_int, c_int, c_int, _I64P, _I64P, c_uint32, _I64P, _I64P,
-                           c_int]),
+    # the int64 arrays as addresses (ndarray.ctypes.data): no pointer object per call
+    "mls_add_qps": (None, [c_int, c_int, c_int, c_int, _P, _P, c_uint32, _P, _P, c_int]),
     "mls_repath": (None, [c_int, c_uint16]), "mls_run": (c_double, [c_double]),
     "mls_events": (c_uint64, []), "mls_now_s": (c_double, []),
     "mls_rank_done": (c_double, [c_int, c_int]), "mls_qp_count": (c_int, []),
@@ -223,9 +223,8 @@ class Engine:
                 sizes: np.ndarray, mtu: int, sports: np.ndarray, modes: np.ndarray,
                 nmodes: int) -> None:
         """add_qp for n QPs at once, from int64 arrays (C-contiguous: passed without a copy)."""
-        ptr = [a.ctypes.data_as(_I64P) for a in (dsts, sizes, sports, modes)]
-        self._lib.mls_add_qps(self._e, job, src, step, n, ptr[0], ptr[1], mtu, ptr[2], ptr[3],
-                              nmodes)
+        self._lib.mls_add_qps(self._e, job, src, step, n, dsts.ctypes.data, sizes.ctypes.data,
+                              mtu, sports.ctypes.data, modes.ctypes.data, nmodes)
 
     def repath(self, qp: int, sport: int) -> None:
         self._lib.mls_repath(self._e, qp, sport)

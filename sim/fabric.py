@@ -117,6 +117,21 @@ class Transport:
         return "go-back-N" if self.gbn_modes() >> mode & 1 else "selective repeat"
 
 
+_ROUTING: dict[int, tuple[Topology, Routing]] = {}
+
+
+def healthy_routing(topo: Topology) -> Routing:
+    """The healthy fabric's `Routing`, one per topology object and process: every run of a
+    sweep on it shares its groups and paths (and the Ethereal planner's steering cached on
+    it), which depend on the topology alone."""
+    got = _ROUTING.get(id(topo))
+    if got is None or got[0] is not topo:
+        if len(_ROUTING) >= 4:                 # the oldest goes: a process's tests make many
+            del _ROUTING[next(iter(_ROUTING))]
+        got = _ROUTING[id(topo)] = (topo, Routing(topo))
+    return got[1]
+
+
 class SimFabric:
     """One simulation: build, add QPs through `engine`, run, read counters. Each SimFabric has
     its own engine (its own clock and events); `close` lets it be freed."""
@@ -126,7 +141,7 @@ class SimFabric:
                  seed: int = 1) -> None:
         link, transport = link or LinkSpec(), transport or Transport()
         self.topo, self.link, self.transport, self.failed = topo, link, transport, tuple(failed)
-        self.routing = Routing(topo)
+        self.routing = healthy_routing(topo)
         self.hosts = [topo.host_by_rank(r) for r in range(len(topo.hosts))]
         self.names = [h.name for h in self.hosts] + list(topo.switches)
         self.index = {n: i for i, n in enumerate(self.names)}
