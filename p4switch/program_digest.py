@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 from google.protobuf import text_format
 
-from . import frontend, p4info
+from . import frontend, p4info, parse
 from .errors import P4CompileError
 
 
@@ -21,12 +21,17 @@ def digest(path: Path) -> str:
     """`<sha256>` of the program's output, or `error <sha256 of the message>`."""
     try:
         prog = frontend.compile_file(str(path), (path.parent,))
-    except P4CompileError as exc:   # the message names the file: hash it without the folder
-        text = str(exc).replace(str(path.parent) + "/", "")
-        return "error " + hashlib.sha256(text.encode()).hexdigest()
+    except P4CompileError as exc:
+        return "error " + hashlib.sha256(error_text(exc, path).encode()).hexdigest()
     body = json.dumps(prog.to_json(), sort_keys=True)
     info = text_format.MessageToString(p4info.build(prog))
     return hashlib.sha256((body + "\0" + info).encode()).hexdigest()
+
+
+def error_text(exc: P4CompileError, path: Path) -> str:
+    """The error without the folders it names (the program's and this checkout's p4include/),
+    so two checkouts of the compiler give the same digest for the same error."""
+    return str(exc).replace(str(path.parent) + "/", "").replace(str(parse.INCLUDE_DIR) + "/", "")
 
 
 @click.command()

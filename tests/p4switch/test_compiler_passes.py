@@ -143,3 +143,18 @@ def test_compiler_passes_output_digest_tells_programs_apart(tmp_path):
     lines = [line.split(" ", 1)[1] for line in result.output.splitlines()]
     assert lines[0] == lines[1] and lines[0] != lines[2]
     assert lines[3].startswith("error ") and not lines[0].startswith("error ")
+
+
+def test_compiler_passes_output_digest_error_names_no_folder(tmp_path):
+    """An error placed in p4include/ (main of another package) digests without this checkout's
+    folders, so two checkouts compare."""
+    from p4switch import program_digest
+    other = tmp_path / "other_package.p4"
+    other.write_text(L3.read_text().split("V1Switch(", 1)[0] +
+                     "package top(); top() main;\n")
+    with pytest.raises(P4CompileError) as info:
+        frontend.compile_file(str(other), (L3.parent,))
+    assert str(parse.INCLUDE_DIR) in str(info.value)
+    text = program_digest.error_text(info.value, other)
+    assert "main must be a V1Switch" in text
+    assert str(parse.INCLUDE_DIR) not in text and str(tmp_path) not in text
