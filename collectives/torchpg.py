@@ -101,8 +101,7 @@ def configure(spec: dict) -> None:
     ips, transport, policy, qps, seed, port, timeout, topology, fabric, dev), in place of
     the environment; call before init_process_group."""
     _spec.clear()
-    # the addresses are copied: the endpoint adds peers to its list (NetReduce's aggregator)
-    _spec.update(spec, **({"ips": list(spec["ips"])} if "ips" in spec else {}))
+    _spec.update(spec)
 
 
 def _env_spec(rank: int, ips: list[str]) -> dict:

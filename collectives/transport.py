@@ -602,6 +602,7 @@ class Endpoint:
     handlers: dict[int, Callable] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.peers = list(self.peers)         # set_peer changes it: not the caller's list
         self.stats = Stats()
         self.local = socket.inet_aton(self.peers[self.rank])
         self._open_sockets()

@@ -171,6 +171,7 @@ class NativeEndpoint(Endpoint):
     packet is built, sent, received, checked and acknowledged in transport.c."""
 
     def __post_init__(self) -> None:
+        self.peers = list(self.peers)         # set_peer changes it: not the caller's list
         if len(self.peers) >= MAX_PEERS:
             raise ValueError(f"the native transport addresses at most {MAX_PEERS - 1} ranks, "
                              f"not {len(self.peers)} (use backend='python')")
