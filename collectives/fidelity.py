@@ -3,8 +3,8 @@ measured on processes that share CPUs is only as good as their schedule was kept
 monitors, each a length of time over the run's window:
 
 - a switch port's **lost link time**: it owed a packet (queued, or waiting in the port's receive
-  ring) and sent none for longer than its pacer can make up (p4switch's monitor, `fidelity` on
-  its control socket);
+  ring) and sent none for longer than its pacer can make up (p4switch's monitor, `fidelity T0
+  T1` on its control socket: the episodes it keeps, clipped to the window);
 - a rank's **transport stall**: its QPs had data, window and pacing credit and did not send
   (`Stats.stall_s`);
 - a process's **CPU run-queue wait** (`/proc/<pid>/task/*/schedstat`, second field): runnable,
@@ -83,17 +83,6 @@ def waits_between(before: dict[str, dict], after: dict[str, dict]) -> dict[str, 
     return {n: max(0.0, wait_between(before.get(n, {}), after[n])) for n in after}
 
 
-def port_losses(before: dict[int, tuple], after: dict[int, tuple]) -> dict[int, tuple[float, float]]:
-    """port -> (link time lost s, worst lateness s) between two readings of a switch's
-    monitor (port -> paced, busy, lost, late_max, late); a counter that went down (a new
-    pipeline) counts from 0."""
-    out = {}
-    for port, rec in after.items():
-        lost = rec[2] - before[port][2] if port in before and before[port][2] <= rec[2] else rec[2]
-        out[port] = (lost, rec[3])
-    return out
-
-
 @dataclass
 class Verdict:
     window_s: float
@@ -115,16 +104,19 @@ class Verdict:
 
 def judge(window_s: float, ports: dict[str, tuple[float, float]] | None = None,
           stalls: dict[str, float] | None = None, waits: dict[str, float] | None = None) -> Verdict:
-    """The verdict of one run: ports ("leaf1 port 3" -> (lost s, worst lateness s)), ranks'
+    """The verdict of one run: ports ("leaf1 port 3" -> (lost s, its longest episode s[,
+    partial: the monitor forgot older episodes, the loss is a lower bound])), ranks'
     transport stalls ("rank 2" -> s) and processes' run-queue waits ("spine1" -> s), each
     against TOLERANCE of the window. The worst offender named is the worst port over the
     tolerance, else the worst rank, else the worst process: what the network did not do
     before the CPU wait that is its likely cause."""
     ports, stalls, waits = ports or {}, stalls or {}, waits or {}
     window = max(window_s, 1e-9)
-    kinds = [[(lost / window, f"{name} lost {lost * 1e3:.0f} ms of link time "
-                              f"(a packet {late * 1e3:.0f} ms late)", f"{name} lost {lost * 1e3:.0f} ms")
-              for name, (lost, late) in ports.items()],
+    kinds = [[(lost / window, f"{name} lost {least}{lost * 1e3:.0f} ms of link time "
+                              f"(a packet {late * 1e3:.0f} ms late)",
+               f"{name} lost {least}{lost * 1e3:.0f} ms")
+              for name, (lost, late, *partial) in ports.items()
+              for least in ["at least " if any(partial) else ""]],
              [(s / window, f"{name}'s QPs stalled {s * 1e3:.0f} ms", f"{name} stalled {s * 1e3:.0f} ms")
               for name, s in stalls.items()],
              [(w / window, f"{name} waited {w * 1e3:.0f} ms for a CPU", f"{name} CPU wait {w * 1e3:.0f} ms")

@@ -24,7 +24,7 @@ from fabric_net import build_net, configure_hosts, host_netns, ping_all
 from fabricd_proc import Fabricd
 from failures import EXACT as FAILURE_EXACT
 from failures import FAILURE_HEAD, failure_runs, failure_table
-from fidelity_watch import RETRIES, FabricMonitor, WaitSampler, column, rerun_unfaithful
+from fidelity_watch import RETRIES, FabricMonitor, WaitSampler, column, rerun_unfaithful, window
 from host_nic import pace_nics
 from ideas import EXACT as IDEAS_EXACT
 from ideas import HEAD as IDEAS_HEAD
@@ -105,9 +105,9 @@ class Rates:
             got = self.ranks.launch([h.name for h in self.ranks.hosts], run, seed=99)
         finally:
             sampler.stop()
-        t0 = min(r["started_at"] for r in got)
-        cct = max(r["started_at"] + r["cct_s"] for r in got) - t0
-        spent = sampler.cpu_between(t0, t0 + cct) + sum(r["cpu_s"] for r in got)
+        t0, t1 = window(got)
+        cct = t1 - t0
+        spent = sampler.cpu_between(t0, t1) + sum(r["cpu_s"] for r in got)
         packets = max(1, sum(r["packets_sent"] for r in got))
         cores = len(os.sched_getaffinity(0))
         fit = self.mbps * HEADROOM * cores * cct / max(spent, 1e-9)

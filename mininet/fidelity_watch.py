@@ -1,10 +1,12 @@
 """The fidelity monitor of an emulated fabric (collectives/fidelity.py says what is measured and
-why): each launch of ranks is bracketed by readings of every p4switch's pacing monitor (its
-control socket's `fidelity`), and the run-queue wait of every switch process and fabricd is
-sampled while it runs, so that the wait inside the collective's own window counts (the ranks'
-start-up, seconds of Python imports on the same CPUs, is not the experiment); the ranks
-measure their own stalls and waits. Each rank row then carries the launch's verdict
-(`row["fidelity"]`), which the tables print and the JSON lines keep."""
+why): after each launch of ranks every p4switch's pacing monitor (its control socket's
+`fidelity T0 T1`) says how much link time each port lost within the collectives' window (first
+start to last end, in CLOCK_MONOTONIC, which the switches, the ranks in their namespaces and
+this process share), and the run-queue wait of every switch process and fabricd, sampled while
+the launch runs, is cut to the same window (the ranks' start-up, seconds of Python imports on
+the same CPUs, is not the experiment); the ranks measure their own stalls and waits. Each rank
+row then carries the launch's verdict (`row["fidelity"]`), which the tables print and the JSON
+lines keep."""
 from __future__ import annotations
 
 import bisect
@@ -18,19 +20,20 @@ from collectives import fidelity
 from p4switch.device.control import send_command
 
 
-def read_ports(control: Path) -> dict[int, tuple]:
-    """A p4switch's monitor: port -> (paced, busy s, lost s, late_max s, late); {} when the
-    switch does not answer (BMv2 has no such socket)."""
+def read_ports(control: Path, t0: float, t1: float) -> dict[int, tuple[float, float, bool]]:
+    """A p4switch's monitor over the monotonic window [t0, t1]: port -> (link time lost s,
+    the longest episode s, partial); {} when the switch does not answer (BMv2 has no such
+    socket)."""
     try:
-        reply = send_command(str(control), "fidelity", timeout=5.0)
+        reply = send_command(str(control), f"fidelity {t0:.6f} {t1:.6f}", timeout=5.0)
     except OSError:
         return {}
     if reply.startswith("error"):
         return {}
     out = {}
     for row in reply.split(" | ")[1:]:
-        p, paced, busy, lost, late_max, late = row.split()
-        out[int(p)] = (int(paced), float(busy), float(lost), float(late_max), int(late))
+        p, lost, longest, _, partial = row.split()
+        out[int(p)] = (float(lost), float(longest), partial == "1")
     return out
 
 
@@ -41,7 +44,7 @@ SAMPLE_S = 0.05          # the run-queue sampler's period: a few per collective 
 
 class WaitSampler:
     """The run-queue wait (and CPU time) of some processes, sampled every SAMPLE_S in a thread
-    until stopped; between(t0, t1) interpolates each one's wait in a wall-clock window,
+    until stopped; between(t0, t1) interpolates each one's wait in a monotonic window,
     cpu_between(t0, t1) their CPU seconds together."""
 
     def __init__(self, pids: dict[str, int]):
@@ -61,7 +64,7 @@ class WaitSampler:
         now = {name: clock.read() for name, clock in self.clocks.items()}
         self.samples.append({n: {tid: w for tid, (_, w) in th.items()} for n, th in now.items()})
         self.cpu.append(sum(r for th in now.values() for r, _ in th.values()))
-        self.times.append(time.time())
+        self.times.append(time.monotonic())
 
     def _loop(self) -> None:
         while not self._stop.wait(SAMPLE_S):
@@ -112,39 +115,44 @@ class FabricMonitor:
         others = {"fabricd": fabricd.proc.pid} if fabricd is not None and fabricd.proc else {}
         return cls(switches, others)
 
-    def ports(self) -> dict[str, dict[int, tuple]]:
-        return {name: read_ports(ctl) if ctl else {} for name, (_, ctl) in self.switches.items()}
+    def ports(self, t0: float, t1: float) -> dict[str, tuple[float, float, bool]]:
+        """"leaf1 port 3" -> its link time lost within [t0, t1] (read_ports)."""
+        return {f"{name} port {port}": lost
+                for name, (_, ctl) in self.switches.items() if ctl
+                for port, lost in read_ports(ctl, t0, t1).items()}
 
-    def read(self) -> tuple[dict, WaitSampler]:
-        """The switches' monitors now, and a sampler of the processes' waits from now on."""
+    def read(self) -> WaitSampler:
+        """A sampler of the processes' waits from now on, for verdict()."""
         pids = {name: pid for name, (pid, _) in self.switches.items()} | self.others
-        return self.ports(), WaitSampler(pids).start()
+        return WaitSampler(pids).start()
 
-    def verdict(self, before: tuple[dict, WaitSampler], rows: list[dict]) -> fidelity.Verdict:
-        """The verdict of the launch that produced `rows`, `before` read just ahead of it:
-        the processes' waits within the collectives' window (first start to last end)."""
-        ports_before, sampler = before
+    def verdict(self, sampler: WaitSampler, rows: list[dict]) -> fidelity.Verdict:
+        """The verdict of the launch that produced `rows`, `sampler` started just ahead of it:
+        the ports' lost link time and the processes' waits within the collectives' window
+        (first start to last end)."""
         sampler.stop()
-        ports = {}
-        for sw, after in self.ports().items():
-            for port, lost in fidelity.port_losses(ports_before.get(sw, {}), after).items():
-                ports[f"{sw} port {port}"] = lost
-        t0 = min((r["started_at"] for r in rows), default=0.0)
-        t1 = max((r["started_at"] + r["cct_s"] for r in rows), default=0.0)
-        return fidelity.judge_rows(rows, ports, sampler.between(t0, t1), window_s=t1 - t0)
+        t0, t1 = window(rows)
+        return fidelity.judge_rows(rows, self.ports(t0, t1), sampler.between(t0, t1),
+                                   window_s=t1 - t0)
+
+
+def window(rows: list[dict]) -> tuple[float, float]:
+    """The collectives' window of a launch's rows: (first start, last end), monotonic s."""
+    return (min((r["started_mono"] for r in rows), default=0.0),
+            max((r["started_mono"] + r["cct_s"] for r in rows), default=0.0))
 
 
 def watched(monitor: FabricMonitor | None, launch, *args, **kwargs) -> list[dict]:
     """launch(*args, **kwargs) -> its rows, each with the launch's verdict (its dict)."""
     if monitor is None:
         return launch(*args, **kwargs)
-    before = monitor.read()
+    sampler = monitor.read()
     try:
         rows = launch(*args, **kwargs)
     except BaseException:
-        before[1].stop()
+        sampler.stop()
         raise
-    v = monitor.verdict(before, rows).as_dict()
+    v = monitor.verdict(sampler, rows).as_dict()
     return [r | {"fidelity": v} for r in rows]
 
 

@@ -5,12 +5,15 @@ socket taking one command per line, answering one line per command.
                                                0 = unlimited)
     set_queue_depth <port|all> <packets>
     show_queues                               (port depth rate occupancy enqueued dropped ...)
-    fidelity                                  (port paced busy_s lost_s late_max_s late ...:
-                                               the pacing monitor; late_max restarts at 0)
+    fidelity [T0 T1]                          (port lost_s longest_s episodes partial ...:
+                                               the pacing monitor's link time lost within
+                                               the CLOCK_MONOTONIC window [T0, T1] s,
+                                               default: since the switch started)
 
 Client: `python -m p4switch.device.control PATH set_queue_rate 2 1000`."""
 from __future__ import annotations
 
+import math
 import os
 import socket
 import sys
@@ -36,10 +39,13 @@ def execute(tm: TrafficManager, line: str) -> str:
             rows = [f"{p} {d} {r:g}{unit} {occ} {enq} {drop}"
                     for p, (d, r, unit, occ, enq, drop) in tm.snapshot().items()]
             return " | ".join(["port depth rate occupancy enqueued dropped", *rows])
-        if cmd == "fidelity" and not args:
-            rows = [f"{p} {paced} {busy:.6f} {lost:.6f} {late_max:.6f} {late}"
-                    for p, (paced, busy, lost, late_max, late) in tm.fidelity().items()]
-            return " | ".join(["port paced busy_s lost_s late_max_s late", *rows])
+        if cmd == "fidelity" and len(args) in (0, 2):
+            t0, t1 = (float(a) for a in args) if args else (0.0, math.inf)
+            if not t0 <= t1:
+                raise ValueError(f"fidelity window [{args[0]}, {args[1]}] ends before it starts")
+            rows = [f"{p} {lost:.6f} {longest:.6f} {n} {int(partial)}"
+                    for p, (lost, longest, n, partial) in tm.fidelity(t0, t1).items()]
+            return " | ".join(["port lost_s longest_s episodes partial", *rows])
     except ValueError as exc:
         return f"error: {exc}"
     return f"error: unknown command or wrong arguments: {line.strip()!r}"

@@ -62,16 +62,17 @@ class NativeQueues:
                            int(vals[6 * i + 3]), int(vals[6 * i + 4]), int(vals[6 * i + 5]))
                 for i in range(n)}
 
-    def fidelity(self):
-        """port -> (paced departures, link time scheduled s, lost s, worst lateness s since the
-        last call, departures that lost time): the monitor of device.c."""
+    def fidelity(self, t0: float, t1: float):
+        """port -> (link time lost s, the longest episode s, episodes, partial) within the
+        monotonic window [t0, t1]: the monitor of device.c (traffic_manager.Episodes says
+        what each value is)."""
         if self.lib is None:
             return {}
         ports = (ctypes.c_uint32 * 512)()
-        vals = (ctypes.c_double * (5 * 512))()
-        n = self.lib.dev_fidelity(ports, vals, 512)
-        return {ports[i]: (int(vals[5 * i]), vals[5 * i + 1], vals[5 * i + 2], vals[5 * i + 3],
-                           int(vals[5 * i + 4])) for i in range(n)}
+        vals = (ctypes.c_double * (4 * 512))()
+        n = self.lib.dev_fidelity(t0, t1, ports, vals, 512)
+        return {ports[i]: (vals[4 * i], vals[4 * i + 1], int(vals[4 * i + 2]), bool(vals[4 * i + 3]))
+                for i in range(n)}
 
     def flush(self):
         """A new pipeline starts with empty queues (its own native state)."""

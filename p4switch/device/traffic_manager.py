@@ -18,7 +18,10 @@ _UNITS = {"pps": ("pps", 1), "bps": ("bps", 1), "kbps": ("bps", 1e3), "mbps": ("
 PACE_CATCH_UP = 0.002
 # The fidelity monitor, as device.c's: a paced packet is owed its departure at the later of the
 # queue's schedule and its arrival; leaving later than PACE_CATCH_UP (which the schedule can no
-# longer make up) loses that much link time: the port owed a packet and sent none.
+# longer make up) loses that much link time: the port owed a packet and sent none. A port keeps
+# its last EPISODES such episodes, so that a reader asks for the time lost within its own
+# window (a collective's, not the seconds its processes take to start and stop around it).
+EPISODES = 1024
 
 
 def parse_rate(text: str) -> tuple[float, str]:
@@ -36,6 +39,30 @@ def parse_rate(text: str) -> tuple[float, str]:
     return value, unit
 
 
+class Episodes:
+    """A port's lost-time episodes: (monotonic s it ended, s lost), the last EPISODES."""
+
+    def __init__(self):
+        self.kept: collections.deque = collections.deque(maxlen=EPISODES)
+        self.count = 0
+
+    def add(self, end: float, length: float) -> None:
+        self.kept.append((end, length))
+        self.count += 1
+
+    def within(self, t0: float, t1: float) -> tuple[float, float, int, bool]:
+        """The episodes overlapping [t0, t1]: (link time lost within it, each episode clipped
+        to it; the longest of them, whole; how many; partial: older episodes that may overlap
+        it too were forgotten, so the lost time is a lower bound)."""
+        lost, longest, n = 0.0, 0.0, 0
+        for end, length in self.kept:
+            part = min(end, t1) - max(end - length, t0)
+            if part > 0:
+                lost, longest, n = lost + part, max(longest, length), n + 1
+        partial = self.count > len(self.kept) and self.kept[0][0] > t0
+        return lost, longest, n, partial
+
+
 @dataclass
 class EgressQueue:
     depth: int
@@ -46,11 +73,7 @@ class EgressQueue:
     enqueued: int = 0
     dropped: int = 0
     in_flight: int = 0                   # dequeued, egress not finished
-    paced: int = 0                       # the monitor: paced departures,
-    busy: float = 0.0                    # link time they were scheduled (s),
-    lost: float = 0.0                    # link time lost (s),
-    late_max: float = 0.0                # the worst lateness since the last fidelity() (s),
-    late: int = 0                        # departures that lost time
+    episodes: Episodes = field(default_factory=Episodes)     # the fidelity monitor
 
 
 @dataclass(slots=True)
@@ -103,15 +126,11 @@ class TrafficManager:
             return {p: (q.depth, q.rate, q.unit, len(q.items), q.enqueued, q.dropped)
                     for p, q in sorted(self._queues.items())}
 
-    def fidelity(self) -> dict[int, tuple[int, float, float, float, int]]:
-        """port -> (paced departures, link time scheduled s, lost s, worst lateness s since
-        the last call, departures that lost time); the worst lateness starts again from 0."""
+    def fidelity(self, t0: float, t1: float) -> dict[int, tuple[float, float, int, bool]]:
+        """port -> its lost-time episodes within the monotonic window [t0, t1]
+        (Episodes.within)."""
         with self._cv:
-            out = {p: (q.paced, q.busy, q.lost, q.late_max, q.late)
-                   for p, q in sorted(self._queues.items())}
-            for q in self._queues.values():
-                q.late_max = 0.0
-            return out
+            return {p: q.episodes.within(t0, t1) for p, q in sorted(self._queues.items())}
 
     # --- data path -------------------------------------------------------------------------
     def enqueue(self, port: int, job) -> int | None:
@@ -167,12 +186,8 @@ class TrafficManager:
                         cost = 1.0 if q.unit == "pps" else 8.0 * _length(job)
                         behind = q.next_departure > now - PACE_CATCH_UP
                         late = now - max(enq_ts / 1e6, q.next_departure)
-                        q.late_max = max(q.late_max, late)
                         if not behind and late > PACE_CATCH_UP:
-                            q.lost += late
-                            q.late += 1
-                        q.busy += cost / q.rate
-                        q.paced += 1
+                            q.episodes.add(now, late)
                         q.next_departure = (q.next_departure if behind else now) + cost / q.rate
                     self._rr.append(self._rr.pop(i))      # served ports go to the back
                     return Dequeued(job, port, gen, enq_ts, enq_depth, now_ns // 1000 - enq_ts,

@@ -69,7 +69,7 @@ def _signatures(lib):
     lib.dev_set_queue.argtypes = [i, u32, ctypes.c_double, i, i, i]
     lib.dev_queues.argtypes = [u32p, ctypes.POINTER(ctypes.c_double), u32]
     lib.dev_queues.restype = u32
-    lib.dev_fidelity.argtypes = [u32p, ctypes.POINTER(ctypes.c_double), u32]
+    lib.dev_fidelity.argtypes = [d, d, u32p, ctypes.POINTER(ctypes.c_double), u32]
     lib.dev_fidelity.restype = u32
     lib.dev_inject.argtypes = [u32, ctypes.c_char_p, u32]
     lib.dev_configure.argtypes = [i, ip, u32p, i, i, i]

@@ -30,19 +30,24 @@
  * a packet of a paced queue is owed its departure at the later of the queue's schedule and its
  * arrival (the kernel's receive timestamp on the PACKET_MMAP rings, so that time the switch
  * spent not reading its ports counts too). A departure later than PACE_CATCH_UP, which the
- * schedule can no longer make up, is link time lost: the port owed a packet and sent none. */
+ * schedule can no longer make up, is link time lost: the port owed a packet and sent none.
+ * Each such episode is kept (when it ended, how long it was), the last EPISODES of each port,
+ * so that a reader asks for the link time lost within its own window (a collective's tens of
+ * ms, not the seconds its processes take to start and stop around it). */
+#define EPISODES 1024
 #ifndef PACKET_AUXDATA
 #define PACKET_AUXDATA 8
 #endif
 
 typedef struct { state_t *S; uint64_t enq_ts; uint32_t enq_depth; double arrival; } qitem_t;
+typedef struct { double end, len; } episode_t;    /* monotonic s it ended; s of link time lost */
 typedef struct {
     qitem_t *items; uint32_t cap, head, n;
     uint32_t depth; double rate; int bps;
     double next_departure;     /* monotonic seconds */
     uint64_t enqueued, dropped; uint32_t in_flight;
-    double busy, lost, late_max;    /* the monitor: link time scheduled, lost; the worst lateness */
-    uint64_t paced, late;           /* paced departures, those that lost link time */
+    episode_t *episodes;       /* the monitor: a ring of the last EPISODES episodes ... */
+    uint64_t lost_episodes;    /* ... and how many there were in all */
 } queue_t;
 
 static queue_t QUEUES[NPORTS];
@@ -70,6 +75,7 @@ static queue_t *queue_of(uint32_t port) {
         q->depth = q->depth ? q->depth : DEFAULT_DEPTH;
         q->cap = 64;
         q->items = calloc(q->cap, sizeof(qitem_t));
+        q->episodes = calloc(EPISODES, sizeof(episode_t));
     }
     return q;
 }
@@ -642,9 +648,8 @@ void dev_egress_loop(void) {
             int behind = q->next_departure > now - PACE_CATCH_UP;
             double owed = it.arrival > q->next_departure ? it.arrival : q->next_departure;
             double late = now - owed;
-            if (late > q->late_max) q->late_max = late;
-            if (!behind && late > PACE_CATCH_UP) { q->lost += late; q->late++; }
-            q->busy += cost / q->rate; q->paced++;
+            if (!behind && late > PACE_CATCH_UP)
+                q->episodes[q->lost_episodes++ % EPISODES] = (episode_t){now, late};
             q->next_departure = (behind ? q->next_departure : now) + cost / q->rate;
         }
         rr = (uint32_t)found + 1;
@@ -673,38 +678,52 @@ void dev_stop(void) {
 /* Each port that has a queue: its number into ports, `width` values from fill() into vals;
  * returns the count (at most cap). Under the TM lock, so a row is one moment's. */
 static uint32_t each_queue(uint32_t *ports, double *vals, uint32_t cap, uint32_t width,
-                           void (*fill)(queue_t *, double *)) {
+                           void (*fill)(const queue_t *, double *, const double *), const double *arg) {
     uint32_t n = 0;
     pthread_mutex_lock(&TM_LOCK);
     for (uint32_t p = 0; p < NPORTS && n < cap; p++) {
         queue_t *q = &QUEUES[p];
         if (!q->items) continue;
         ports[n] = p;
-        fill(q, vals + width * n);
+        fill(q, vals + width * n, arg);
         n++;
     }
     pthread_mutex_unlock(&TM_LOCK);
     return n;
 }
 
-static void queue_row(queue_t *q, double *v) {
+static void queue_row(const queue_t *q, double *v, const double *arg) {
+    (void)arg;
     v[0] = q->depth; v[1] = q->rate; v[2] = q->bps; v[3] = q->n; v[4] = (double)q->enqueued; v[5] = (double)q->dropped;
 }
 
-static void fidelity_row(queue_t *q, double *v) {
-    v[0] = (double)q->paced; v[1] = q->busy; v[2] = q->lost; v[3] = q->late_max; v[4] = (double)q->late;
-    q->late_max = 0;
+/* the port's episodes that overlap the window [w[0], w[1]]: link time lost within it (each
+ * episode clipped to it), the longest of them (whole), how many; v[3] = 1 when the ring has
+ * forgotten older episodes that may overlap it too (the lost time is then a lower bound) */
+static void fidelity_row(const queue_t *q, double *v, const double *w) {
+    uint64_t kept = q->lost_episodes < EPISODES ? q->lost_episodes : EPISODES;
+    double lost = 0, longest = 0, count = 0;
+    for (uint64_t i = q->lost_episodes - kept; i < q->lost_episodes; i++) {
+        episode_t e = q->episodes[i % EPISODES];
+        double from = e.end - e.len > w[0] ? e.end - e.len : w[0], to = e.end < w[1] ? e.end : w[1];
+        if (to <= from) continue;
+        lost += to - from; count++;
+        if (e.len > longest) longest = e.len;
+    }
+    v[0] = lost; v[1] = longest; v[2] = count;
+    v[3] = q->lost_episodes > EPISODES && q->episodes[q->lost_episodes % EPISODES].end > w[0];
 }
 
 /* port -> depth, rate, bps, occupancy, enqueued, dropped (for show_queues); returns the count */
 uint32_t dev_queues(uint32_t *ports, double *vals, uint32_t cap) {
-    return each_queue(ports, vals, cap, 6, queue_row);
+    return each_queue(ports, vals, cap, 6, queue_row, NULL);
 }
 
-/* port -> paced departures, link time scheduled (s), lost (s), worst lateness since the last
- * call (s), departures that lost time; the worst lateness starts again from 0 */
-uint32_t dev_fidelity(uint32_t *ports, double *vals, uint32_t cap) {
-    return each_queue(ports, vals, cap, 5, fidelity_row);
+/* port -> link time lost (s), the longest episode (s), episodes, 1 if partial: within the
+ * monotonic window [t0, t1] (fidelity_row) */
+uint32_t dev_fidelity(double t0, double t1, uint32_t *ports, double *vals, uint32_t cap) {
+    double w[2] = {t0, t1};
+    return each_queue(ports, vals, cap, 4, fidelity_row, w);
 }
 
 void dev_counts(uint64_t *out) { out[0] = RX_FRAMES; out[1] = TX_FRAMES; out[2] = TX_ERRORS; }

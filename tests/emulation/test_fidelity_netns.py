@@ -67,11 +67,11 @@ def _run(fabric, watch, during=None):
     monitor = watch.FabricMonitor(
         {name: (p.proc.pid, fabric.controls[name]) for name, p in fabric.procs.items()}, {})
     hosts = sorted(fabric.hosts)
-    before = monitor.read()
+    sampler = monitor.read()
     rows = launch([fabric.ip(h) for h in hosts], [RUN], namespaces=[fabric.hosts[h] for h in hosts],
                   transport={"window": 32, "min_rto": 0.5}, during=during, timeout=120)
     assert all(r["ok"] for r in rows)
-    return monitor.verdict(before, rows)
+    return monitor.verdict(sampler, rows)
 
 
 def test_fidelity_names_a_starved_switch_and_passes_the_same_run_left_alone(fabric, watch):
