@@ -9,6 +9,7 @@ from pathlib import Path
 from fidelity_watch import column
 
 from fabricmodel import rocev2
+from fabricmodel.policies import BASELINE
 from figures import png
 from figures.text import format_table
 
@@ -78,13 +79,13 @@ def table_rows(rows: list[dict], link_mbps: float | None = None) -> tuple[list, 
         ok[(f"{r['collective']}/{r['algo']}", r["policy"])] &= r["ok"]
         launched[(f"{r['collective']}/{r['algo']}", r["policy"])].append(r)
     head = ["collective", "policy", "runs", "CCT median ms", "min", "max", "bound ms", "vs ideal",
-            "vs ecmp",
+            f"vs {BASELINE}",
             "reorderings", "retx", "timeouts", "ICRC errors", "busiest uplink", "exact",
             "faithful"]
     lines = []
     for (coll, policy), values in ccts.items():
         med = statistics.median(values)
-        base = ccts.get((coll, "ecmp"))
+        base = ccts.get((coll, BASELINE))
         ratio = f"{med / statistics.median(base):.2f}x" if base else "-"
         bound = bounds.get((coll, policy))
         lines.append([coll, policy, str(len(values)), f"{med * 1e3:.1f}",

@@ -14,6 +14,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from fabricmodel.policies import BASELINE
 from fabricmodel.policies import names as policy_names
 from figures.text import format_table
 
@@ -64,12 +65,12 @@ def ideal_ms(collective: str, n: int = 4) -> float:
 def table(sim_rows: list[dict], emu: dict) -> str:
     sim = {(r["collective"], r["policy"]): r["cct_s"] * 1e3 for r in sim_rows if r["ok"]}
     head = ["collective", "policy", "sim CCT ms", "emulation CCT ms", "emulation / sim",
-            "bandwidth bound ms", "sim vs ecmp", "emulation vs ecmp"]
+            "bandwidth bound ms", f"sim vs {BASELINE}", f"emulation vs {BASELINE}"]
     lines = []
     for demo_name, coll in CASES:
         for policy in policy_names():
             s, e = sim.get((coll, policy)), emu.get((demo_name, policy))
-            se, ee = sim.get((coll, "ecmp")), emu.get((demo_name, "ecmp"))
+            se, ee = sim.get((coll, BASELINE)), emu.get((demo_name, BASELINE))
             lines.append([demo_name, policy, f"{s:.1f}" if s else "-",
                           f"{e:.1f}" if e else "-", f"{e / s:.2f}x" if s and e else "-",
                           f"{ideal_ms(coll):.1f}", f"{s / se:.2f}x" if s and se else "-",

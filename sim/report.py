@@ -6,6 +6,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from fabricmodel.policies import BASELINE
 from figures import png
 from figures.text import format_table
 
@@ -48,7 +49,7 @@ def table_rows(rows: list[dict]) -> tuple[list, list]:
             agg[key][f] += r[f]
         agg[key]["n"] += 1
         agg[key]["ok"] = agg[key].get("ok", 1) and r["ok"]
-    head = ["collective", "size/rank", "failed", "policy", "receiver", "CCT median us", "vs ecmp",
+    head = ["collective", "size/rank", "failed", "policy", "receiver", "CCT median us", f"vs {BASELINE}",
             "vs ethereal", "retx", "timeouts", "busiest uplink", "events/s", "done"]
     lines = []
     for key, values in ccts.items():
@@ -60,7 +61,7 @@ def table_rows(rows: list[dict]) -> tuple[list, list]:
             return f"{med / statistics.median(base):.2f}x" if base else "-"
 
         lines.append([*key, f"{med * 1e6:.1f}" if med != float("inf") else "unfinished",
-                      rel("ecmp"), rel("ethereal"), str(int(a["retransmitted"])),
+                      rel(BASELINE), rel("ethereal"), str(int(a["retransmitted"])),
                       str(int(a["timeouts"])), f"{a['uplink_imbalance'] / a['n']:.2f}x mean",
                       f"{a['events'] / a['wall_s']:,.0f}" if a["wall_s"] else "-",
                       "yes" if a["ok"] else "NO"])
