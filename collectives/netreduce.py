@@ -108,6 +108,9 @@ def allreduce_netreduce(comm: Communicator, x: np.ndarray, aggregator: str | lis
     idx = nr_qp_index(job_id)
     sqp = ep.sendqp(peer, idx)
     sqp.mtu = PKT_BYTES
+    # The credits are the job's window: the QP's own must not be the smaller one, or it, not
+    # the aggregator's memory, bounds the packets in flight.
+    sqp.window = max(sqp.window, credits * NR_MSG_PKTS)
     # The aggregator (the requester of this direction) starts every connection's results at
     # PSN 0, as an RC requester tells its responder its initial PSN at setup.
     ep.recvqp(peer, idx, expected=0)
