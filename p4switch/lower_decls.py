@@ -234,29 +234,14 @@ def decl_extern_decl(lw: Lowering, d):
     lw.g.declare(n, Var("extern_fn", n.value, None, None, decl=[proto]))
 
 
-def decl_parser_type_decl(lw: Lowering, d):
-    n = tok(d, "TYPE_IDENTIFIER")
-    declare_type(lw, n, T.ObjT("parser_type", n.value, d))
-
-
-def decl_control_type_decl(lw: Lowering, d):
-    n = tok(d, "TYPE_IDENTIFIER")
-    declare_type(lw, n, T.ObjT("control_type", n.value, d))
-
-
-def decl_package_decl(lw: Lowering, d):
-    n = tok(d, "TYPE_IDENTIFIER")
-    declare_type(lw, n, T.ObjT("package", n.value, d))
-
-
-def decl_parser_decl(lw: Lowering, d):
-    n = tok(d, "TYPE_IDENTIFIER")
-    declare_type(lw, n, T.ObjT("parser", n.value, d))
-
-
-def decl_control_decl(lw: Lowering, d):
-    n = tok(d, "TYPE_IDENTIFIER")
-    declare_type(lw, n, T.ObjT("control", n.value, d))
+def declare_object_type(kind: str):
+    """The lowering of a declaration of an object of `kind` (a parser or control, its
+    type, a package): its name declared as a type of that kind that holds the declaration."""
+    def lower(lw: Lowering, d):
+        n = tok(d, "TYPE_IDENTIFIER")
+        declare_type(lw, n, T.ObjT(kind, n.value, d))
+    lower.__name__ = f"decl_{kind}_decl"
+    return lower
 
 
 def decl_action_decl(lw: Lowering, d, scope=None, prefix="", frame=False):
@@ -459,9 +444,9 @@ DECLARATIONS = {
     "typedef_decl": decl_typedef_decl, "newtype_decl": decl_newtype_decl,
     "error_decl": decl_error_decl, "match_kind_decl": decl_match_kind_decl,
     "const_decl": decl_const_decl, "extern_decl": decl_extern_decl,
-    "parser_type_decl": decl_parser_type_decl, "control_type_decl": decl_control_type_decl,
-    "package_decl": decl_package_decl, "parser_decl": decl_parser_decl,
-    "control_decl": decl_control_decl, "action_decl": decl_action_decl,
+    **{f"{kind}_decl": declare_object_type(kind)
+       for kind in ("parser_type", "control_type", "package", "parser", "control")},
+    "action_decl": decl_action_decl,
     "function_decl": decl_function_decl, "instantiation": decl_instantiation,
     "value_set_decl": decl_value_set_decl,
 }

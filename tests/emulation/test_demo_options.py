@@ -2,22 +2,17 @@
 parts use them, and a bad option is refused naming itself before anything starts."""
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
 
+from tests.demo_modules import demo_modules
+
 ROOT = Path(__file__).resolve().parents[2]
 pytest.importorskip("mininet.net", reason="the demo needs Mininet (Debian's mininet)")
-sys.path.insert(0, str(ROOT / "mininet"))
-try:
-    demo = importlib.import_module("demo")
-    demo_options = importlib.import_module("demo_options")
-finally:
-    sys.path.remove(str(ROOT / "mininet"))
+demo, demo_options = demo_modules("demo", "demo_options")
 
 
 def options(*args: str):

@@ -2,9 +2,7 @@
 the collectives CLI, the demo's policy list and the simulator know it."""
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from fabricmodel.topology import leaf_spine
 from sim.cli import main as sim_main
 from sim.collective import Run
 from sim.fabric import LinkSpec, Transport
+from tests.demo_modules import demo_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = policies.Policy("toy", "ecmp", "a toy: hash ECMP under another name",
@@ -62,12 +61,7 @@ def test_extension_policy_in_the_collectives_cli(toy):
 
 def test_extension_policy_in_the_demo_policy_list(toy):
     pytest.importorskip("mininet.net", reason="the demo needs Mininet (Debian's mininet)")
-    sys.path.insert(0, str(ROOT / "mininet"))
-    try:
-        demo = importlib.import_module("demo")
-        demo_options = importlib.import_module("demo_options")
-    finally:
-        sys.path.remove(str(ROOT / "mininet"))
+    demo, demo_options = demo_modules("demo", "demo_options")
     assert demo_options.chosen_policies(None)[-2:] == ["toy", "toy-pinned"]
     res = CliRunner().invoke(demo.main, ["--policies", "toy,magic"])
     assert res.exit_code == 2 and "['magic']" in res.output and "'toy'" in res.output
