@@ -1370,6 +1370,4 @@ int mls_route_of(Fabric* e, int sw, uint32_t src, uint32_t dst, uint8_t proto, u
                  uint16_t dport) {
   return e->route_of(sw, src, dst, proto, sport, dport);
 }
-double mls_seconds(int64_t ps) { return mlsim::clock::seconds(ps); }
-int64_t mls_ps(double s) { return mlsim::clock::ps(s); }
 }

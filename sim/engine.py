@@ -95,7 +95,6 @@ SIGNATURES = {
     "mls_last_rx_at": (c_double, []),
     "mls_route_of": (c_int, [c_int, c_uint32, c_uint32, c_uint8, c_uint16, c_uint16]),
 }
-FREE_FUNCTIONS = {"mls_seconds": (c_double, [c_int64]), "mls_ps": (c_int64, [c_double])}
 
 _lib: ctypes.CDLL | None = None
 
@@ -111,9 +110,6 @@ def library() -> ctypes.CDLL:
             fn = getattr(lib, name)
             fn.restype = res
             fn.argtypes = None if args is None else [_P, *args]
-        for name, (res, args) in FREE_FUNCTIONS.items():
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = res, args
         _lib = lib
     return _lib
 
@@ -319,13 +315,3 @@ class Engine:
 
     def last_rx_at(self) -> float:
         return self._lib.mls_last_rx_at(self._e)
-
-
-def seconds_of_ps(ps: int) -> float:
-    """The engine's clock reading of `ps` picoseconds, in seconds."""
-    return library().mls_seconds(ps)
-
-
-def ps_of_seconds(s: float) -> int:
-    """`s` seconds on the engine's clock, in picoseconds."""
-    return library().mls_ps(s)
